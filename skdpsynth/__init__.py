@@ -1,0 +1,8 @@
+"""skdpsynth: differentially private synthetic tabular data with a scikit-learn API."""
+
+__version__ = "0.1.0.dev0"
+
+from .domain import Domain  # noqa: E402
+from .privacy import PrivacyLedger, PrivacyLeakWarning  # noqa: E402
+
+__all__ = ["Domain", "PrivacyLedger", "PrivacyLeakWarning", "__version__"]

@@ -1,0 +1,4 @@
+"""Bundled data sets and their public schemas."""
+from ._adult import adult_discretized_paths, load_adult
+
+__all__ = ["load_adult", "adult_discretized_paths"]

@@ -1,0 +1,143 @@
+"""Exact inference on a junction tree: sum-product belief propagation in log space.
+
+Potentials are log-tables, one per junction-tree clique, axes in domain order.
+One upward and one downward pass compute every clique marginal.  Messages are
+log-sum-exps shifted by the table's maximum; in the downward pass a clique's
+full belief is exponentiated once and each child's message is obtained by
+dividing out (subtracting, in log space) the message that child sent up, so a
+pass costs two exponentials per clique whatever its degree.
+
+Also: variable elimination for marginals over attribute sets that no clique
+contains.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..domain import Domain
+from .junction_tree import JunctionTree, broadcast_shape, sum_out
+
+__all__ = ["belief_propagation", "assemble_potentials", "variable_elimination"]
+
+# Floor for sums of shifted exponentials before the log: mass below 1e-300 of
+# a table's maximum is treated as 1e-300 of it, which keeps every message
+# finite (no -inf - -inf = nan when messages are divided out).
+_TINY = 1e-300
+
+
+def assemble_potentials(
+    jt: JunctionTree, potentials: Mapping[tuple[str, ...], np.ndarray]
+) -> list[np.ndarray]:
+    """Sum model-clique log-potentials into junction-tree clique tables.
+
+    Each model clique is added into one junction-tree clique that contains it
+    (the smallest); cliques with no potential get zeros.
+    """
+    dom = jt.domain
+    tables = [np.zeros(dom.shape_of(c)) for c in jt.cliques]
+    for clique, values in potentials.items():
+        host = jt.clique_containing(clique)
+        if host is None:
+            raise ValueError(f"Clique {clique} is not contained in any junction-tree clique.")
+        tables[host] += values.reshape(broadcast_shape(dom, jt.cliques[host], clique))
+    return tables
+
+
+def belief_propagation(
+    jt: JunctionTree, log_potentials: Sequence[np.ndarray], total: float = 1.0
+) -> tuple[list[np.ndarray], float]:
+    """Clique marginals of the model ``p(x) ∝ exp(Σ_C θ_C(x_C))``, scaled to sum to ``total``.
+
+    Parameters
+    ----------
+    jt : JunctionTree
+    log_potentials : list of ndarray
+        ``θ_C`` for each clique of ``jt`` (same order), axes in domain order.
+    total : float
+        The marginals are ``total * p``.
+
+    Returns
+    -------
+    marginals : list of ndarray
+        One table per junction-tree clique, each summing to ``total``.
+    log_partition : float
+        ``log Σ_x exp(Σ_C θ_C(x_C))``.
+    """
+    dom = jt.domain
+    n = len(jt.cliques)
+    up = [None] * n  # θ_C + messages from the children
+    msg_up = [None] * n  # log-message clique i -> parent, over separators[i]
+    # Upward pass: leaves first (reverse breadth-first order).
+    for i in range(n - 1, -1, -1):
+        belief = log_potentials[i]
+        for c in jt.children[i]:
+            belief = belief + msg_up[c].reshape(broadcast_shape(dom, jt.cliques[i], jt.separators[c]))
+        up[i] = belief
+        if i > 0:
+            shift = belief.max()
+            sums = sum_out(np.exp(belief - shift), jt.cliques[i], jt.separators[i])
+            msg_up[i] = np.log(np.maximum(sums, _TINY)) + shift
+    # Downward pass: root first.
+    marginals = [None] * n
+    msg_down = [None] * n  # log-message parent -> clique i
+    log_partition = 0.0
+    for i in range(n):
+        belief = up[i]
+        if i > 0:
+            belief = belief + msg_down[i].reshape(broadcast_shape(dom, jt.cliques[i], jt.separators[i]))
+        shift = belief.max()
+        probs = np.exp(belief - shift)
+        z = probs.sum()
+        if i == 0:
+            log_partition = float(np.log(z) + shift)
+        for c in jt.children[i]:
+            sums = sum_out(probs, jt.cliques[i], jt.separators[c])
+            msg_down[c] = np.log(np.maximum(sums, _TINY)) + shift - msg_up[c]
+        probs *= total / z
+        marginals[i] = probs
+    return marginals, log_partition
+
+
+def variable_elimination(
+    domain: Domain, factors: Iterable[tuple[Sequence[str], np.ndarray]], target: Iterable[str]
+) -> np.ndarray:
+    """Log-marginal over ``target`` of ``exp(Σ factors)`` by greedy variable elimination.
+
+    Parameters
+    ----------
+    domain : Domain
+    factors : iterable of (clique, log-table)
+        Cliques canonical, tables with axes in domain order.
+    target : iterable of str
+
+    Returns
+    -------
+    ndarray
+        Unnormalised log-table over ``domain.canonical(target)``.
+    """
+    target = domain.canonical(target)
+    pool = [(tuple(c), np.asarray(t, dtype=float)) for c, t in factors]
+    covered = set().union(*(set(c) for c, _ in pool)) if pool else set()
+    eliminate = covered - set(target)
+    while eliminate:
+        # Eliminate the attribute whose combined factor is smallest.
+        def cost(v):
+            return domain.size(set().union(*(set(c) for c, _ in pool if v in c)))
+
+        v = min(sorted(eliminate, key=domain.index), key=cost)
+        eliminate.discard(v)
+        touching = [(c, t) for c, t in pool if v in c]
+        pool = [(c, t) for c, t in pool if v not in c]
+        scope = domain.canonical(set().union(*(set(c) for c, _ in touching)))
+        combined = sum(t.reshape(broadcast_shape(domain, scope, c)) for c, t in touching)
+        axis = scope.index(v)
+        shift = combined.max(axis=axis, keepdims=True)
+        shift = np.where(np.isfinite(shift), shift, 0.0)
+        reduced = np.log(np.exp(combined - shift).sum(axis=axis)) + np.squeeze(shift, axis=axis)
+        pool.append((tuple(a for a in scope if a != v), reduced))
+    result = np.zeros(domain.shape_of(target))
+    for c, t in pool:
+        result = result + t.reshape(broadcast_shape(domain, target, c))
+    return result

@@ -1,0 +1,122 @@
+"""The graphical model: a Markov random field over the public domain.
+
+``p(x) ∝ exp(Σ_m θ_m(x_m))`` over model cliques ``m`` (the maximal measured
+cliques), scaled to an estimated number of records.  Marginals come from belief
+propagation on a junction tree of the cliques, or from variable elimination for
+attribute sets that no junction-tree clique contains.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from ..domain import Domain
+from .inference import assemble_potentials, belief_propagation, variable_elimination
+from .junction_tree import JunctionTree, sum_out
+
+__all__ = ["GraphicalModel"]
+
+
+class GraphicalModel:
+    """A fitted Markov random field over a :class:`~skdpsynth.domain.Domain`.
+
+    Parameters
+    ----------
+    domain : Domain
+    potentials : mapping of clique -> ndarray
+        Log-potential table of each model clique (canonical clique, axes in
+        domain order).  Attributes in no clique are uniform and independent.
+    total : float
+        The (estimated) number of records; marginals sum to it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import GraphicalModel
+    >>> dom = Domain(["a", "b"], [2, 2])
+    >>> model = GraphicalModel(dom, {("a", "b"): np.log([[1.0, 1.0], [1.0, 5.0]])}, total=80)
+    >>> model.project(["b"]).tolist()
+    [20.0, 60.0]
+    >>> model.synthetic_data(8, random_state=0).shape
+    (8, 2)
+    """
+
+    def __init__(self, domain: Domain, potentials: Mapping[tuple[str, ...], np.ndarray], total: float):
+        self.domain = domain
+        self.potentials = {domain.canonical(c): np.asarray(v, dtype=float) for c, v in potentials.items()}
+        for c, v in self.potentials.items():
+            if v.shape != domain.shape_of(c):
+                raise ValueError(f"Potential of {c} has shape {v.shape}, expected {domain.shape_of(c)}.")
+        self.total = float(total)
+        self._jt: JunctionTree | None = None
+        self._marginals: list[np.ndarray] | None = None
+        self._log_partition: float | None = None
+
+    @property
+    def cliques(self) -> list[tuple[str, ...]]:
+        """The model cliques (those carrying a potential)."""
+        return list(self.potentials)
+
+    @property
+    def junction_tree(self) -> JunctionTree:
+        if self._jt is None:
+            self._jt = JunctionTree.from_cliques(self.domain, self.cliques)
+        return self._jt
+
+    def _calibrate(self) -> None:
+        if self._marginals is None:
+            jt = self.junction_tree
+            self._marginals, self._log_partition = belief_propagation(
+                jt, assemble_potentials(jt, self.potentials), self.total
+            )
+
+    def set_calibration(self, jt: JunctionTree, marginals: list[np.ndarray], log_partition: float) -> None:
+        """Adopt marginals already computed for these potentials on ``jt`` (saves a pass)."""
+        self._jt, self._marginals, self._log_partition = jt, marginals, log_partition
+
+    @property
+    def clique_marginals(self) -> list[np.ndarray]:
+        """Marginal tables of the junction-tree cliques (same order as ``junction_tree.cliques``)."""
+        self._calibrate()
+        return self._marginals
+
+    def project(self, attrs: Iterable[str]) -> np.ndarray:
+        """Marginal counts over ``attrs`` (axes in domain order), summing to ``total``."""
+        attrs = self.domain.canonical(attrs)
+        self._calibrate()
+        jt = self.junction_tree
+        host = jt.clique_containing(attrs)
+        if host is not None:
+            return sum_out(self._marginals[host], jt.cliques[host], attrs)
+        log_table = variable_elimination(self.domain, self.potentials.items(), attrs)
+        table = np.exp(log_table - log_table.max())
+        return table * (self.total / table.sum())
+
+    def probability(self, attrs: Iterable[str]) -> np.ndarray:
+        """Normalised marginal distribution over ``attrs``."""
+        return self.project(attrs) / self.total
+
+    def size_mb(self) -> float:
+        """Memory of the junction-tree tables, MiB at float64."""
+        return self.junction_tree.size_mb()
+
+    def synthetic_data(self, n_records: int | None = None, method: str = "round", random_state=None) -> np.ndarray:
+        """Integer codes of ``n_records`` synthetic records (default ``round(total)``).
+
+        See :func:`skdpsynth.graphical.sampling.sample_model` for the methods.
+        """
+        from .sampling import sample_model
+
+        return sample_model(self, n_records, method=method, random_state=random_state)
+
+    def __getstate__(self):
+        # The junction tree and the calibration are caches; rebuilt on demand.
+        return {"domain": self.domain, "potentials": self.potentials, "total": self.total}
+
+    def __setstate__(self, state):
+        self.__init__(state["domain"], state["potentials"], state["total"])
+
+    def __repr__(self) -> str:
+        return f"GraphicalModel({len(self.potentials)} cliques, total={self.total:.1f}, {len(self.domain)} attributes)"

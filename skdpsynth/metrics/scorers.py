@@ -1,0 +1,131 @@
+"""scikit-learn scorers for synthesizers, for model selection with ``GridSearchCV`` and friends.
+
+A synthesizer is an estimator with ``fit(X, y=None)`` and
+``sample(n_samples=None, random_state=None) -> DataFrame``.  A scorer here is a
+callable ``scorer(synthesizer, X, y=None) -> float`` (greater is better) that
+draws a synthetic sample from the fitted synthesizer and compares it with the
+held-out table ``X``; ``y`` is accepted for sklearn's calling convention and
+ignored (``X`` must be the full table, target column included).
+
+Scorers are :func:`functools.partial` objects: picklable (parallel search) and
+with a readable repr.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import partial
+
+import numpy as np
+import pandas as pd
+
+from ..domain import Domain
+from .fidelity import _check_ways, marginal_tvd
+from .utility import tstr_score
+
+__all__ = ["marginal_scorer", "tstr_scorer"]
+
+
+def marginal_scorer(
+    ways: int | Sequence[int] = 2,
+    domain: Domain | Mapping[str, int] | None = None,
+    n_samples: int | None = None,
+    random_state=0,
+):
+    """Scorer returning the negative average marginal TVD of a synthesizer's sample.
+
+    ``scorer(synthesizer, X)`` draws ``synthesizer.sample(n_samples or len(X),
+    random_state=random_state)`` and returns ``-marginal_tvd(X, sample, ways,
+    domain)``; for a sequence of ``ways`` the per-way averages are averaged.
+    Negated like sklearn's ``neg_*`` scorers, so greater is better and 0 is a
+    perfect match.
+
+    Parameters
+    ----------
+    ways : int or sequence of int, default 2
+        Marginal orders compared (see :func:`~skdpsynth.metrics.marginal_tvd`).
+    domain : Domain or dict {column: size}, optional
+        Passed to :func:`~skdpsynth.metrics.marginal_tvd`.
+    n_samples : int, optional
+        Size of the synthetic sample; defaults to the number of rows of ``X``.
+    random_state : int, Generator or None, default 0
+        Seed of every sample.  Fixed by default so that all candidates of a
+        search are compared on the same random stream, and scores are
+        reproducible.
+
+    Returns
+    -------
+    callable ``scorer(synthesizer, X, y=None) -> float``
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> class Copy:  # a stand-in synthesizer that returns its training data
+    ...     def fit(self, X, y=None):
+    ...         self.X_ = X
+    ...         return self
+    ...     def sample(self, n_samples=None, random_state=None):
+    ...         return self.X_
+    >>> X = pd.DataFrame({"a": [0, 1, 1], "b": [1, 0, 1]})
+    >>> marginal_scorer(ways=(1, 2))(Copy().fit(X), X)
+    0.0
+    """
+    _check_ways(ways)  # fail now: inside a search a bad scorer only warns and records NaN scores
+    return partial(_neg_marginal_tvd, ways=ways, domain=domain, n_samples=n_samples, random_state=random_state)
+
+
+def tstr_scorer(target, estimator=None, scoring="accuracy", n_samples: int | None = None, random_state=0):
+    """Scorer returning the Train-on-Synthetic-Test-on-Real score of a synthesizer's sample.
+
+    ``scorer(synthesizer, X)`` draws ``synthesizer.sample(n_samples or len(X),
+    random_state=random_state)``, trains ``estimator`` on it and scores it on
+    ``X`` (which holds the ``target`` column) with
+    :func:`~skdpsynth.metrics.tstr_score`.
+
+    Parameters
+    ----------
+    target : str
+        Label column.
+    estimator : sklearn classifier, optional
+        See :func:`~skdpsynth.metrics.tstr_score` for the default.
+    scoring : str or callable, default "accuracy"
+        Passed to :func:`sklearn.metrics.get_scorer`; should be greater-is-better.
+    n_samples : int, optional
+        Size of the synthetic sample; defaults to the number of rows of ``X``.
+    random_state : int, Generator or None, default 0
+        Seed of every sample (fixed so candidates are compared on one stream).
+
+    Returns
+    -------
+    callable ``scorer(synthesizer, X, y=None) -> float``
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> class Copy:  # a stand-in synthesizer that returns its training data
+    ...     def fit(self, X, y=None):
+    ...         self.X_ = X
+    ...         return self
+    ...     def sample(self, n_samples=None, random_state=None):
+    ...         return self.X_
+    >>> X = pd.DataFrame({"x": [0, 0, 1, 1] * 5, "y": [0, 0, 1, 1] * 5})
+    >>> tstr_scorer(target="y")(Copy().fit(X), X)
+    1.0
+    """
+    return partial(
+        _tstr, target=target, estimator=estimator, scoring=scoring, n_samples=n_samples, random_state=random_state
+    )
+
+
+def _sample(synthesizer, X, n_samples, random_state):
+    synthetic = synthesizer.sample(len(X) if n_samples is None else n_samples, random_state=random_state)
+    # A search on an array passes array folds: compare like with like.
+    return synthetic if isinstance(X, pd.DataFrame) else np.asarray(synthetic)
+
+
+def _neg_marginal_tvd(synthesizer, X, y=None, *, ways, domain, n_samples, random_state) -> float:
+    tvd = marginal_tvd(X, _sample(synthesizer, X, n_samples, random_state), ways=ways, domain=domain)
+    return 0.0 - float(np.mean(list(tvd.values())) if isinstance(tvd, dict) else tvd)  # not -x: avoids -0.0
+
+
+def _tstr(synthesizer, X, y=None, *, target, estimator, scoring, n_samples, random_state) -> float:
+    return tstr_score(X, _sample(synthesizer, X, n_samples, random_state), X, target, estimator, scoring)

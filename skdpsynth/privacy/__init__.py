@@ -1,0 +1,45 @@
+"""Privacy accounting (zCDP), basic DP mechanisms, the privacy ledger and warnings."""
+from __future__ import annotations
+
+from .accounting import (
+    cdp_delta,
+    cdp_epsilon,
+    cdp_epsilon_loose,
+    cdp_rho,
+    cdp_rho_loose,
+    exponential_mechanism_rho,
+    gaussian_rho,
+    gaussian_sigma,
+    laplace_scale,
+    pure_to_zcdp,
+)
+from .ledger import BudgetExceededError, LedgerEntry, PrivacyLedger
+from .mechanisms import (
+    exponential_mechanism,
+    exponential_mechanism_probabilities,
+    gaussian_mechanism,
+    laplace_mechanism,
+)
+from .warnings import PrivacyLeakWarning, warn_privacy_leak
+
+__all__ = [
+    "BudgetExceededError",
+    "LedgerEntry",
+    "PrivacyLedger",
+    "PrivacyLeakWarning",
+    "cdp_delta",
+    "cdp_epsilon",
+    "cdp_epsilon_loose",
+    "cdp_rho",
+    "cdp_rho_loose",
+    "exponential_mechanism",
+    "exponential_mechanism_probabilities",
+    "exponential_mechanism_rho",
+    "gaussian_mechanism",
+    "gaussian_rho",
+    "gaussian_sigma",
+    "laplace_mechanism",
+    "laplace_scale",
+    "pure_to_zcdp",
+    "warn_privacy_leak",
+]

@@ -1,0 +1,324 @@
+"""Junction trees, belief propagation, estimation and sampling against brute force."""
+import itertools
+import pickle
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skdpsynth import Domain
+from skdpsynth.graphical import (
+    GraphicalModel,
+    JunctionTree,
+    Measurement,
+    minimum_variance_total,
+    mirror_descent,
+    model_size_mb,
+    randomized_round,
+)
+from skdpsynth.graphical.inference import assemble_potentials, belief_propagation
+from skdpsynth.marginals import marginal
+
+DOM = Domain(list("abcde"), [2, 3, 4, 2, 3])
+STRUCTURES = {
+    "tree": [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")],
+    "cycle": [("a", "b"), ("b", "c"), ("c", "d"), ("a", "d"), ("d", "e")],
+    "missing_attribute": [("a", "b"), ("b", "c")],
+    "triples": [("a", "b", "c"), ("c", "d", "e"), ("a", "e")],
+    "full": [tuple("abcde")],
+    "duplicates": [("a", "b"), ("b", "a"), ("a", "b"), ("c",)],
+    "disconnected": [("a", "b"), ("c", "d")],
+}
+
+
+def joint_from_potentials(dom, potentials):
+    log_joint = np.zeros(dom.shape)
+    for clique, table in potentials.items():
+        log_joint = log_joint + table.reshape([dom[a] if a in clique else 1 for a in dom])
+    return log_joint
+
+
+def brute_marginal(joint, dom, attrs):
+    return joint.sum(axis=tuple(i for i, a in enumerate(dom) if a not in attrs))
+
+
+def random_potentials(dom, cliques, rng, scale=2.0):
+    return {dom.canonical(c): rng.normal(scale=scale, size=dom.shape_of(c)) for c in cliques}
+
+
+@pytest.mark.parametrize("name", sorted(STRUCTURES))
+def test_junction_tree_is_valid(name):
+    cliques = STRUCTURES[name]
+    jt = JunctionTree.from_cliques(DOM, cliques)
+    assert set().union(*map(set, jt.cliques)) == set(DOM.attrs)
+    for c in cliques:
+        assert jt.clique_containing(c) is not None
+    # A tree over the cliques...
+    tree = nx.Graph()
+    tree.add_nodes_from(range(len(jt.cliques)))
+    tree.add_edges_from((i, p) for i, p in enumerate(jt.parent) if p >= 0)
+    assert nx.is_tree(tree)
+    # ... with the running-intersection property: the cliques holding an attribute are connected.
+    for a in DOM:
+        holding = [i for i, c in enumerate(jt.cliques) if a in c]
+        assert nx.is_connected(tree.subgraph(holding))
+    for i, p in enumerate(jt.parent):
+        if p >= 0:
+            assert set(jt.separators[i]) == set(jt.cliques[i]) & set(jt.cliques[p])
+
+
+def test_model_size_counts_junction_tree_cells():
+    dom = Domain(["a", "b", "c", "d"], [10, 20, 30, 40])
+    # A 4-cycle triangulates into two triangles sharing an edge.
+    size = model_size_mb(dom, [("a", "b"), ("b", "c"), ("c", "d"), ("a", "d")])
+    jt = JunctionTree.from_cliques(dom, [("a", "b"), ("b", "c"), ("c", "d"), ("a", "d")])
+    assert len(jt.cliques) == 2 and all(len(c) == 3 for c in jt.cliques)
+    assert size == pytest.approx(sum(dom.size(c) for c in jt.cliques) * 8 / 2**20)
+
+
+@pytest.mark.parametrize("name", sorted(STRUCTURES))
+def test_belief_propagation_matches_brute_force(name):
+    rng = np.random.default_rng(1)
+    pots = random_potentials(DOM, STRUCTURES[name], rng)
+    model = GraphicalModel(DOM, pots, total=1.0)
+    log_joint = joint_from_potentials(DOM, model.potentials)
+    joint = np.exp(log_joint - log_joint.max())
+    joint /= joint.sum()
+    jt = model.junction_tree
+    for clique, table in zip(jt.cliques, model.clique_marginals):
+        np.testing.assert_allclose(table, brute_marginal(joint, DOM, clique), rtol=0, atol=1e-10)
+    # Subsets of cliques, and sets no clique contains (variable elimination).
+    for k in (1, 2, 3):
+        for attrs in itertools.combinations(DOM.attrs, k):
+            np.testing.assert_allclose(model.project(attrs), brute_marginal(joint, DOM, attrs), rtol=0, atol=1e-10)
+    _, log_z = belief_propagation(jt, assemble_potentials(jt, model.potentials))
+    m = log_joint.max()
+    assert log_z == pytest.approx(m + np.log(np.exp(log_joint - m).sum()), abs=1e-10)
+
+
+def test_belief_propagation_is_stable_with_extreme_potentials():
+    rng = np.random.default_rng(2)
+    pots = random_potentials(DOM, STRUCTURES["cycle"], rng, scale=300.0)
+    model = GraphicalModel(DOM, pots, total=1.0)
+    log_joint = joint_from_potentials(DOM, model.potentials)
+    joint = np.exp(log_joint - log_joint.max())
+    joint /= joint.sum()
+    for clique, table in zip(model.junction_tree.cliques, model.clique_marginals):
+        assert np.all(np.isfinite(table))
+        np.testing.assert_allclose(table, brute_marginal(joint, DOM, clique), rtol=0, atol=1e-10)
+
+
+# -- estimation ---------------------------------------------------------------
+
+def dense_solver(dom, measurements, total, iters=20000):
+    """Reference: accelerated projected gradient on the full joint over the scaled simplex."""
+    n_cells = dom.size()
+    ops = []
+    for m in measurements:
+        # Matrix mapping the flattened joint to the clique's flattened marginal.
+        idx = np.arange(n_cells).reshape(dom.shape)
+        cells = np.zeros(n_cells, dtype=int)
+        sub = np.indices(dom.shape)
+        pos = [dom.index(a) for a in m.clique]
+        cells = np.ravel_multi_index(tuple(sub[p].ravel() for p in pos), dom.shape_of(m.clique))
+        M = sp.csr_matrix((np.ones(n_cells), (cells, idx.ravel())), shape=(dom.size(m.clique), n_cells)).toarray()
+        A = M if m.query is None else (m.query.toarray() if sp.issparse(m.query) else m.query) @ M
+        ops.append((A, m.values, m.sigma))
+    H = sum(2 * A.T @ A / s**2 for A, _, s in ops)
+    lip = np.linalg.eigvalsh(H).max()
+
+    def grad(x):
+        return sum(2 * A.T @ (A @ x - y) / s**2 for A, y, s in ops)
+
+    def project(v):  # Euclidean projection onto {x >= 0, sum x = total}
+        u = np.sort(v)[::-1]
+        css = np.cumsum(u) - total
+        rho = np.nonzero(u - css / np.arange(1, v.size + 1) > 0)[0][-1]
+        return np.maximum(v - css[rho] / (rho + 1), 0)
+
+    x = np.full(n_cells, total / n_cells)
+    z, t = x.copy(), 1.0
+    for _ in range(iters):
+        x_new = project(z - grad(z) / lip)
+        t_new = (1 + np.sqrt(1 + 4 * t * t)) / 2
+        z = x_new + (t - 1) / t_new * (x_new - x)
+        x, t = x_new, t_new
+    return x.reshape(dom.shape)
+
+
+def noisy_measurements(dom, data, cliques, sigma, rng):
+    return [
+        Measurement(c, marginal(data, dom, c).ravel() + rng.normal(0, sigma, dom.size(c)), sigma) for c in cliques
+    ]
+
+
+def small_problem(seed=0, n=2000):
+    dom = Domain(list("abcd"), [2, 3, 4, 2])
+    rng = np.random.default_rng(seed)
+    # Correlated data from a random joint.
+    p = rng.dirichlet(np.ones(dom.size()) * 2)
+    flat = rng.choice(dom.size(), size=n, p=p)
+    data = np.column_stack(np.unravel_index(flat, dom.shape))
+    return dom, data, rng
+
+
+@pytest.mark.parametrize(
+    "cliques",
+    [
+        [("a",), ("b",), ("c",), ("d",), ("a", "b"), ("b", "c"), ("c", "d")],
+        [("a", "b"), ("b", "c"), ("c", "d"), ("a", "d")],
+        [("a", "b", "c"), ("b", "c", "d"), ("a",), ("a",)],
+    ],
+    ids=["tree", "cycle", "triples_with_repeats"],
+)
+def test_mirror_descent_matches_dense_solver(cliques):
+    dom, data, rng = small_problem()
+    sigmas = rng.uniform(5, 20, size=len(cliques))
+    ms = [m for c, s in zip(cliques, sigmas) for m in noisy_measurements(dom, data, [c], s, rng)]
+    total = float(len(data))
+    model, info = mirror_descent(dom, ms, known_total=total, iters=3000)
+    joint = dense_solver(dom, ms, total)
+    for m in ms:
+        est = model.project(m.clique) / total
+        ref = brute_marginal(joint, dom, m.clique) / total
+        np.testing.assert_allclose(est, ref, rtol=0, atol=1e-4)
+    assert info.loss <= info.loss_history[0]
+
+
+def test_mirror_descent_with_linear_queries_matches_dense_solver():
+    dom, data, rng = small_problem(seed=3)
+    # Compressed domain of c: cells {0}, {1}, {2, 3} merged -- a partition query.
+    q_c = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 1]], dtype=float)
+    q_bc = np.kron(np.eye(3), q_c)
+    ms = [
+        Measurement(("a", "b"), marginal(data, dom, ("a", "b")).ravel() + rng.normal(0, 5, 6), 5.0),
+        Measurement(("b", "c"), q_bc @ marginal(data, dom, ("b", "c")).ravel() + rng.normal(0, 8, 9), 8.0, q_bc),
+        Measurement(("c", "d"), marginal(data, dom, ("c", "d")).ravel() + rng.normal(0, 5, 8), 5.0),
+        # A sparse generic linear query: a range count over d=1 for a <= 0.
+        Measurement(("a", "d"), np.array([300.0]), 10.0, sp.csr_matrix([[0.0, 1.0, 0.0, 0.0]])),
+    ]
+    total = float(len(data))
+    model, _ = mirror_descent(dom, ms, known_total=total, iters=4000)
+    joint = dense_solver(dom, ms, total)
+    for m in ms:
+        est = m.apply(model.project(m.clique).ravel()) / total
+        ref = m.apply(brute_marginal(joint, dom, m.clique).ravel()) / total
+        np.testing.assert_allclose(est, ref, rtol=0, atol=1e-4)
+
+
+def test_minimum_variance_total():
+    ms = [
+        Measurement(("a",), [60.0, 50.0], 1.0),  # total 110, variance 2
+        Measurement(("b",), [30.0, 30.0, 30.0, 10.0], 2.0),  # total 100, variance 16
+        Measurement(("a",), [1.0], 1.0, np.array([[1.0, 0.0]])),  # not a total query: ignored
+    ]
+    expected = (110 / 2 + 100 / 16) / (1 / 2 + 1 / 16)
+    assert minimum_variance_total(ms) == pytest.approx(expected)
+    assert minimum_variance_total(ms[2:]) is None
+    dom = Domain(["a", "b"], [2, 4])
+    model, _ = mirror_descent(dom, ms, iters=5)
+    assert model.total == pytest.approx(expected)
+    with pytest.raises(ValueError, match="known_total"):
+        mirror_descent(dom, ms[2:], iters=5)
+
+
+def test_warm_start_continues_from_previous_potentials():
+    dom, data, rng = small_problem(seed=4)
+    first = noisy_measurements(dom, data, [("a", "b"), ("b", "c")], 5.0, rng)
+    model, info = mirror_descent(dom, first, iters=2000)
+    # Restarting from the fitted potentials is already at the optimum.
+    again, info2 = mirror_descent(dom, first, potentials=model, iters=1)
+    assert info2.loss_history[0] == pytest.approx(info.loss, rel=1e-9)
+    # Adding a measurement on a new clique keeps the old potentials as the start.
+    more = first + noisy_measurements(dom, data, [("c", "d")], 5.0, rng)
+    warm, _ = mirror_descent(dom, more, potentials=model, iters=1)
+    np.testing.assert_allclose(warm.project(["a", "b"]), model.project(["a", "b"]), rtol=0.05)
+
+
+def test_measurement_validation():
+    with pytest.raises(ValueError, match="sigma"):
+        Measurement(("a",), [1.0], 0.0)
+    with pytest.raises(ValueError, match="rows"):
+        Measurement(("a",), [1.0, 2.0], 1.0, np.ones((3, 2)))
+    dom = Domain(["a", "b"], [2, 3])
+    with pytest.raises(ValueError, match="cells"):
+        mirror_descent(dom, [Measurement(("a",), [1.0, 2.0, 3.0], 1.0)], iters=1)
+
+
+def test_non_canonical_measurement_is_reordered():
+    dom = Domain(["a", "b"], [2, 3])
+    table = np.arange(6, dtype=float).reshape(3, 2) * 10 + 5  # axes (b, a)
+    model, _ = mirror_descent(dom, [Measurement(("b", "a"), table, 1.0)], iters=2000)
+    np.testing.assert_allclose(model.project(["a", "b"]), table.T, atol=0.05)
+
+
+# -- sampling -----------------------------------------------------------------
+
+def fitted_model(seed=5):
+    rng = np.random.default_rng(seed)
+    return GraphicalModel(DOM, random_potentials(DOM, STRUCTURES["triples"], rng, scale=1.5), total=997.4)
+
+
+@pytest.mark.parametrize("method", ["round", "sample"])
+@pytest.mark.parametrize("n", [0, 1, 997, 5000])
+def test_sampling_gives_exact_row_count(method, n):
+    data = fitted_model().synthetic_data(n, method=method, random_state=0)
+    assert data.shape == (n, len(DOM))
+    assert np.all((data >= 0) & (data < np.array(DOM.shape)))
+
+
+def test_default_row_count_is_rounded_total():
+    assert fitted_model().synthetic_data(random_state=0).shape[0] == 997
+
+
+def test_randomized_rounding_matches_model_marginals_within_rounding():
+    model = fitted_model()
+    n = 20011
+    data = model.synthetic_data(n, method="round", random_state=1)
+    jt = model.junction_tree
+    for clique in jt.cliques:
+        expected = model.project(clique) * n / model.total
+        # Each attribute generated inside a clique adds at most one unit of rounding per cell.
+        np.testing.assert_array_less(np.abs(marginal(data, DOM, clique) - expected), len(clique))
+    for a in DOM:
+        expected = model.project([a]) * n / model.total
+        np.testing.assert_array_less(np.abs(marginal(data, DOM, [a]) - expected), len(DOM))
+
+
+def test_iid_sampling_matches_model_marginals_statistically():
+    model = fitted_model()
+    n = 200_000
+    data = model.synthetic_data(n, method="sample", random_state=2)
+    for clique in model.junction_tree.cliques:
+        p = model.probability(clique)
+        freq = marginal(data, DOM, clique) / n
+        # 5 binomial standard errors per cell (a few hundred cells: false-alarm rate ~1e-4).
+        assert np.all(np.abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-12)
+
+
+def test_sampling_is_reproducible_and_picklable():
+    model = fitted_model()
+    a = model.synthetic_data(500, random_state=7)
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(a, clone.synthetic_data(500, random_state=7))
+    assert not np.array_equal(a, model.synthetic_data(500, random_state=8))
+
+
+def test_randomized_round_rows_sum_to_totals():
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(7), size=50)
+    totals = rng.integers(0, 30, size=50)
+    counts = randomized_round(probs * totals[:, None], totals, rng)
+    np.testing.assert_array_equal(counts.sum(axis=1), totals)
+    assert np.all(np.abs(counts - probs * totals[:, None]) < 1)
+
+
+def test_zero_mass_conditionals_fall_back_to_uniform():
+    dom = Domain(["a", "b"], [2, 3])
+    # a=1 has zero probability; sampling n rows must still work.
+    pots = {("a", "b"): np.log(np.array([[1.0, 2.0, 3.0], [1e-320, 1e-320, 1e-320]]) + 0.0)}
+    model = GraphicalModel(dom, pots, total=10)
+    for method in ("round", "sample"):
+        data = model.synthetic_data(100, method=method, random_state=0)
+        assert data.shape == (100, 2) and np.all(data[:, 0] == 0)

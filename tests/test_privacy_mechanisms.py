@@ -1,0 +1,168 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from skdpsynth.privacy import (
+    PrivacyLedger,
+    exponential_mechanism,
+    exponential_mechanism_probabilities,
+    gaussian_mechanism,
+    laplace_mechanism,
+)
+
+N = 200_000
+
+
+# ---------------------------------------------------------------- Gaussian
+def test_gaussian_noise_distribution():
+    sigma = 3.0
+    noisy = gaussian_mechanism(np.zeros(N), sigma=sigma, random_state=0)
+    # SE of the sample std of a normal is about sigma / sqrt(2n).
+    assert abs(noisy.std(ddof=1) - sigma) < 4 * sigma / math.sqrt(2 * N)
+    assert abs(noisy.mean()) < 4 * sigma / math.sqrt(N)
+
+
+def test_gaussian_shape_dtype_and_reproducibility():
+    values = np.arange(6, dtype=np.int64).reshape(2, 3)
+    a = gaussian_mechanism(values, sigma=1.0, random_state=1)
+    b = gaussian_mechanism(values, sigma=1.0, random_state=1)
+    assert a.shape == (2, 3) and a.dtype == np.float64
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, values)
+    np.testing.assert_array_equal(values, np.arange(6).reshape(2, 3))  # input untouched
+    rng = np.random.default_rng(5)
+    first = gaussian_mechanism(values, sigma=1.0, random_state=rng)
+    second = gaussian_mechanism(values, sigma=1.0, random_state=rng)
+    assert not np.array_equal(first, second)  # a Generator is advanced, not reseeded
+
+
+def test_gaussian_rho_sigma_conversion_and_ledger():
+    ledger = PrivacyLedger()
+    gaussian_mechanism([1.0, 2.0], rho=0.5, sensitivity=2.0, random_state=0, ledger=ledger,
+                       description="counts", party="A")
+    (entry,) = ledger.entries
+    assert entry.accounting == "zcdp" and entry.mechanism == "gaussian"
+    assert entry.rho == 0.5
+    assert entry.scale == pytest.approx(2.0 / math.sqrt(2 * 0.5))
+    assert (entry.sensitivity, entry.party, entry.n_values) == (2.0, "A", 2)
+    assert entry.description == "counts"
+
+    gaussian_mechanism(np.zeros((4, 5)), sigma=3.0, sensitivity=1.5, random_state=0, ledger=ledger)
+    entry = ledger.entries[-1]
+    assert entry.rho == pytest.approx(1.5**2 / (2 * 9.0))
+    assert entry.scale == 3.0 and entry.n_values == 20
+
+
+def test_gaussian_rho_sets_noise_level():
+    # rho = 1/(2 sigma^2) for unit sensitivity: rho = 1/18 must give sigma = 3.
+    noisy = gaussian_mechanism(np.zeros(N), rho=1 / 18, random_state=2)
+    assert abs(noisy.std(ddof=1) - 3.0) < 4 * 3.0 / math.sqrt(2 * N)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"sigma": 1.0, "rho": 0.5}, {"sigma": 0.0}, {"rho": -1.0},
+                                    {"sigma": 1.0, "sensitivity": 0.0}])
+def test_gaussian_argument_validation(kwargs):
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError):
+        gaussian_mechanism([0.0], ledger=ledger, **kwargs)
+    assert len(ledger) == 0
+
+
+# ----------------------------------------------------------------- Laplace
+def test_laplace_noise_distribution_and_ledger():
+    epsilon, sensitivity = 0.5, 2.0
+    b = sensitivity / epsilon
+    ledger = PrivacyLedger()
+    noisy = laplace_mechanism(np.zeros(N), epsilon=epsilon, sensitivity=sensitivity,
+                              random_state=3, ledger=ledger, description="sums")
+    # |X| ~ Exponential(mean b, sd b), so the mean absolute deviation has SE b/sqrt(n).
+    assert abs(np.abs(noisy).mean() - b) < 4 * b / math.sqrt(N)
+    # Var X = 2b^2; SE of the sample variance is sqrt((mu4 - sigma^4)/n), mu4 = 24 b^4.
+    assert abs(noisy.var(ddof=1) - 2 * b**2) < 4 * math.sqrt(20 * b**4 / N)
+    (entry,) = ledger.entries
+    assert (entry.accounting, entry.mechanism) == ("pure", "laplace")
+    assert (entry.epsilon, entry.scale) == (0.5, 4.0)
+    assert entry.rho is None and entry.n_values == N and entry.sensitivity == 2.0
+
+
+def test_laplace_scale_argument():
+    ledger = PrivacyLedger()
+    out = laplace_mechanism([[1, 2], [3, 4]], scale=4.0, sensitivity=2.0, random_state=0,
+                            ledger=ledger)
+    assert out.shape == (2, 2) and out.dtype == np.float64
+    assert ledger.total_epsilon() == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"epsilon": 1.0, "scale": 1.0}, {"epsilon": 0.0}, {"scale": -2.0}]
+)
+def test_laplace_argument_validation(kwargs):
+    with pytest.raises(ValueError):
+        laplace_mechanism([0.0], **kwargs)
+
+
+# ------------------------------------------------------------- Exponential
+@pytest.mark.parametrize("monotonic", [False, True])
+def test_exponential_probabilities_formula(monotonic):
+    scores = np.array([1.0, 2.0, 3.0, 0.0, -2.5])
+    epsilon, sensitivity = 1.3, 0.5
+    factor = epsilon / sensitivity if monotonic else epsilon / (2 * sensitivity)
+    expected = np.exp(factor * scores) / np.exp(factor * scores).sum()
+    probs = exponential_mechanism_probabilities(scores, epsilon, sensitivity, monotonic=monotonic)
+    np.testing.assert_allclose(probs, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("monotonic", [False, True])
+def test_exponential_selection_frequencies(monotonic):
+    scores = np.array([0.0, 1.0, 2.0, -np.inf, 1.5])
+    epsilon, n = 1.0, 100_000
+    probs = exponential_mechanism_probabilities(scores, epsilon, monotonic=monotonic)
+    rng = np.random.default_rng(4)
+    draws = [exponential_mechanism(scores, epsilon=epsilon, monotonic=monotonic, random_state=rng)
+             for _ in range(n)]
+    freqs = np.bincount(draws, minlength=len(scores)) / n
+    assert freqs[3] == 0.0  # -inf is never selected
+    se = np.sqrt(probs * (1 - probs) / n)
+    assert np.all(np.abs(freqs - probs) <= 4 * se)
+
+
+def test_exponential_stable_with_huge_scores():
+    scores = np.array([1e6, 1e6 - 2.0, -1e6, 0.0])
+    probs = exponential_mechanism_probabilities(scores, epsilon=1.0)
+    assert np.all(np.isfinite(probs)) and probs.sum() == pytest.approx(1.0)
+    # Only score differences matter: p1/p0 = exp(eps * (-2) / 2).
+    assert probs[1] / probs[0] == pytest.approx(math.exp(-1.0), rel=1e-12)
+    assert probs[2] == 0.0 and probs[3] == 0.0
+    picks = {exponential_mechanism(scores, epsilon=1.0, random_state=s) for s in range(200)}
+    assert picks == {0, 1}
+
+
+@pytest.mark.parametrize(
+    "scores", [[-np.inf, -np.inf], [1.0, np.nan], [np.inf, 0.0], [], [[1.0, 2.0]]]
+)
+def test_exponential_invalid_scores(scores):
+    with pytest.raises(ValueError):
+        exponential_mechanism(scores, epsilon=1.0, random_state=0)
+    with pytest.raises(ValueError):
+        exponential_mechanism_probabilities(scores, epsilon=1.0)
+
+
+def test_exponential_invalid_epsilon():
+    with pytest.raises(ValueError):
+        exponential_mechanism([1.0, 2.0], epsilon=0.0)
+
+
+@pytest.mark.parametrize("monotonic", [False, True])
+def test_exponential_ledger_entry(monotonic):
+    ledger = PrivacyLedger()
+    idx = exponential_mechanism([3.0, 1.0, 2.0], epsilon=0.8, sensitivity=2.0, monotonic=monotonic,
+                                random_state=0, ledger=ledger, description="pick", party="B")
+    assert idx in (0, 1, 2)
+    (entry,) = ledger.entries
+    assert entry.accounting == "zcdp" and entry.mechanism == "exponential"
+    assert entry.rho == pytest.approx(0.8**2 / 8)
+    assert (entry.scale, entry.sensitivity, entry.party, entry.n_values) == (0.8, 2.0, "B", 3)
+    assert entry.details["monotonic"] is monotonic
