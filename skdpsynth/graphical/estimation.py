@@ -22,7 +22,7 @@ from scipy.sparse.linalg import LinearOperator
 from ..domain import Domain
 from ..marginals import maximal_cliques
 from .inference import assemble_potentials, belief_propagation
-from .junction_tree import JunctionTree, broadcast_shape, sum_out
+from .junction_tree import JunctionTree, broadcast_shape
 from .model import GraphicalModel
 
 __all__ = ["Measurement", "mirror_descent", "minimum_variance_total", "EstimationInfo"]
@@ -245,48 +245,69 @@ def mirror_descent(
         theta[host] += v.reshape(broadcast_shape(domain, host, c))
 
     jt = JunctionTree.from_cliques(domain, model_cliques)
-    # Each measured clique is read from (and its gradient sent to) one model clique,
-    # and each model clique lives in one junction-tree clique.
+    # Each measured clique is read from one junction-tree clique, and its gradient
+    # goes to one model clique (which lives in one junction-tree clique).
     measured = list(dict.fromkeys(m.clique for m in measurements))
     owner = {c: next(mc for mc in model_cliques if set(c) <= set(mc)) for c in measured}
-    host = {c: jt.clique_containing(c) for c in measured}
+    reads = {}
+    for c in measured:
+        h = jt.clique_containing(c)
+        axes = tuple(i for i, a in enumerate(jt.cliques[h]) if a not in c)
+        reads[c] = (h, axes)
     groups: dict[tuple, list[Measurement]] = {c: [] for c in measured}
     for m in measurements:
         groups[m.clique].append(m)
 
-    def oracle(params):
-        return belief_propagation(jt, assemble_potentials(jt, params), total)
+    # Where each measured clique's gradient lands: its owner's potential, and the
+    # junction-tree table hosting that owner (shapes precomputed: hot loop below).
+    lands = {}
+    for c in measured:
+        o = owner[c]
+        h = jt.clique_containing(o)
+        lands[c] = (o, broadcast_shape(domain, o, c), h, broadcast_shape(domain, jt.cliques[h], c))
+    table_shapes = [domain.shape_of(c) for c in jt.cliques]
 
     def loss_and_grad(marginals):
         loss, grads, mus = 0.0, {}, {}
         for c in measured:
-            h = host[c]
-            mu = sum_out(marginals[h], jt.cliques[h], c).ravel()
-            g = np.zeros_like(mu)
+            h, axes = reads[c]
+            mu = (marginals[h].sum(axis=axes) if axes else marginals[h]).ravel()
+            g = None
             for m in groups[c]:
                 r = m.apply(mu) - m.values
                 loss += float(r @ r) / m.sigma**2
-                g += (2.0 / m.sigma**2) * m.adjoint(r)
+                gm = (2.0 / m.sigma**2) * (r if m.query is None else m.adjoint(r))
+                g = gm if g is None else g + gm
             grads[c], mus[c] = g, mu
         return loss, grads, mus
+
+    def gradient_tables(grads):
+        """The loss gradient assembled into junction-tree tables (a trial step subtracts α times it)."""
+        out = [None] * len(jt.cliques)
+        for c in measured:
+            _, _, h, shape = lands[c]
+            g = grads[c].reshape(shape)
+            out[h] = g if out[h] is None else out[h] + g
+        return [np.zeros(s) if g is None else np.broadcast_to(g, s) for g, s in zip(out, table_shapes)]
 
     if step_size is None:
         lipschitz = 2.0 * total * sum(m.column_norm_sq() / m.sigma**2 for m in measurements)
         step_size = 2.0 / lipschitz if lipschitz > 0 else 1.0
     alpha = float(step_size)
 
-    (marginals, log_z) = oracle(theta)
+    # The junction-tree tables are linear in the potentials, so a trial step is
+    # one subtraction per junction-tree clique: tables − α · (assembled gradient).
+    tables = assemble_potentials(jt, theta)
+    marginals, log_z = belief_propagation(jt, tables, total)
     loss, grads, mus = loss_and_grad(marginals)
     history = [loss]
     calls, converged, it = 1, False, 0
     for it in range(1, iters + 1):
+        grad_tables = gradient_tables(grads)
         alpha *= step_growth
         for _ in range(backtracking_steps + 1):
-            new_theta = dict(theta)
-            for c in measured:
-                o = owner[c]
-                new_theta[o] = new_theta[o] - alpha * grads[c].reshape(broadcast_shape(domain, o, c))
-            new_marginals, new_log_z = oracle(new_theta)
+            new_tables = [t - alpha * g for t, g in zip(tables, grad_tables)]
+            new_marginals, new_log_z = belief_propagation(jt, new_tables, total)
             calls += 1
             new_loss, new_grads, new_mus = loss_and_grad(new_marginals)
             # Armijo condition for mirror descent: L(μ') ≤ L(μ) + ½⟨∇L(μ), μ' − μ⟩.
@@ -296,7 +317,10 @@ def mirror_descent(
             alpha *= 0.5
         else:
             break  # no acceptable step: at a (numerical) optimum
-        theta, marginals, log_z = new_theta, new_marginals, new_log_z
+        for c in measured:
+            o, shape, _, _ = lands[c]
+            theta[o] = theta[o] - alpha * grads[c].reshape(shape)
+        tables, marginals, log_z = new_tables, new_marginals, new_log_z
         loss, grads, mus = new_loss, new_grads, new_mus
         history.append(loss)
         if callback is not None:

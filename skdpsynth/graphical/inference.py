@@ -36,12 +36,16 @@ def assemble_potentials(
     (the smallest); cliques with no potential get zeros.
     """
     dom = jt.domain
-    tables = [np.zeros(dom.shape_of(c)) for c in jt.cliques]
+    tables: list[np.ndarray | None] = [None] * len(jt.cliques)
     for clique, values in potentials.items():
         host = jt.clique_containing(clique)
         if host is None:
             raise ValueError(f"Clique {clique} is not contained in any junction-tree clique.")
-        tables[host] += values.reshape(broadcast_shape(dom, jt.cliques[host], clique))
+        values = values.reshape(broadcast_shape(dom, jt.cliques[host], clique))
+        tables[host] = values if tables[host] is None else tables[host] + values
+    shapes = [dom.shape_of(c) for c in jt.cliques]
+    # Broadcast views (read-only) are fine: the tables are only ever combined into new arrays.
+    return [np.zeros(s) if t is None else np.broadcast_to(t, s) for t, s in zip(tables, shapes)]
     return tables
 
 
@@ -65,36 +69,39 @@ def belief_propagation(
     log_partition : float
         ``log Σ_x exp(Σ_C θ_C(x_C))``.
     """
-    dom = jt.domain
     n = len(jt.cliques)
-    up = [None] * n  # θ_C + messages from the children
-    msg_up = [None] * n  # log-message clique i -> parent, over separators[i]
+    plan = jt.message_plan()
+    up = list(log_potentials)  # becomes θ_C + messages from the children
+    msg_up = [None] * n  # log-message clique i -> parent, shaped to broadcast in the parent
     # Upward pass: leaves first (reverse breadth-first order).
-    for i in range(n - 1, -1, -1):
-        belief = log_potentials[i]
-        for c in jt.children[i]:
-            belief = belief + msg_up[c].reshape(broadcast_shape(dom, jt.cliques[i], jt.separators[c]))
-        up[i] = belief
-        if i > 0:
-            shift = belief.max()
-            sums = sum_out(np.exp(belief - shift), jt.cliques[i], jt.separators[i])
-            msg_up[i] = np.log(np.maximum(sums, _TINY)) + shift
-    # Downward pass: root first.
+    for i in range(n - 1, 0, -1):
+        own_axes, _, _, in_parent = plan[i]
+        belief = up[i]
+        shift = belief.max()
+        sums = np.exp(belief - shift).sum(axis=own_axes) if own_axes else np.exp(belief - shift)
+        msg = np.log(np.maximum(sums, _TINY))
+        msg += shift
+        msg_up[i] = msg.reshape(in_parent)
+        p = jt.parent[i]
+        up[p] = up[p] + msg_up[i]
+    # Downward pass: root first.  up[i] + message from the parent is clique i's full belief.
     marginals = [None] * n
-    msg_down = [None] * n  # log-message parent -> clique i
     log_partition = 0.0
     for i in range(n):
         belief = up[i]
-        if i > 0:
-            belief = belief + msg_down[i].reshape(broadcast_shape(dom, jt.cliques[i], jt.separators[i]))
         shift = belief.max()
         probs = np.exp(belief - shift)
         z = probs.sum()
         if i == 0:
             log_partition = float(np.log(z) + shift)
         for c in jt.children[i]:
-            sums = sum_out(probs, jt.cliques[i], jt.separators[c])
-            msg_down[c] = np.log(np.maximum(sums, _TINY)) + shift - msg_up[c]
+            _, in_child, parent_axes, _ = plan[c]
+            sums = probs.sum(axis=parent_axes) if parent_axes else probs
+            # Divide out what the child sent up (subtract, in log space).
+            msg = np.log(np.maximum(sums, _TINY)).reshape(in_child)
+            msg += shift
+            msg -= msg_up[c].reshape(in_child)
+            up[c] = up[c] + msg
         probs *= total / z
         marginals[i] = probs
     return marginals, log_partition

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-import networkx as nx
 import numpy as np
 
 from ..domain import Domain
@@ -23,13 +22,46 @@ __all__ = ["JunctionTree", "elimination_order", "model_size_mb"]
 Clique = tuple[str, ...]
 
 
-def _interaction_graph(domain: Domain, cliques: Iterable[Iterable[str]]) -> nx.Graph:
-    graph = nx.Graph()
-    graph.add_nodes_from(domain.attrs)
+def _eliminate(domain: Domain, cliques: Iterable[Iterable[str]]) -> tuple[list[str], list[frozenset]]:
+    """Greedy min-weight elimination: the order and each step's elimination clique."""
+    attrs = domain.attrs
+    index = {a: i for i, a in enumerate(attrs)}
+    sizes = domain.shape
+    adj: dict[int, set[int]] = {i: set() for i in range(len(attrs))}
     for clique in cliques:
-        clique = list(clique)
-        graph.add_edges_from((a, b) for i, a in enumerate(clique) for b in clique[i + 1 :])
-    return graph
+        ids = [index[a] for a in clique]
+        for u in ids:
+            adj[u].update(ids)
+    for u in adj:
+        adj[u].discard(u)
+
+    def cells_of(v: int) -> int:
+        cells = sizes[v]
+        for u in adj[v]:
+            cells *= sizes[u]
+        return cells
+
+    def fill_of(v: int) -> int:
+        nbrs = adj[v]
+        return sum(len(nbrs - adj[u]) - 1 for u in nbrs)  # each missing edge counted twice
+
+    cells = {v: cells_of(v) for v in adj}
+    order, elim_cliques = [], []
+    while adj:
+        least = min(cells.values())
+        tied = [v for v, c in cells.items() if c == least]
+        # Fill-in only breaks ties, so it is computed only for them.
+        v = tied[0] if len(tied) == 1 else min(tied, key=lambda u: (fill_of(u), u))
+        nbrs = adj.pop(v)
+        del cells[v]
+        for u in nbrs:
+            adj[u].discard(v)
+            adj[u] |= nbrs
+            adj[u].discard(u)
+            cells[u] = cells_of(u)
+        order.append(attrs[v])
+        elim_cliques.append(frozenset(attrs[u] for u in nbrs | {v}))
+    return order, elim_cliques
 
 
 def elimination_order(domain: Domain, cliques: Iterable[Iterable[str]]) -> list[str]:
@@ -39,24 +71,7 @@ def elimination_order(domain: Domain, cliques: Iterable[Iterable[str]]) -> list[
     neighbours) has the fewest cells is eliminated; ties go to the one adding
     the fewest fill edges, then to domain order (deterministic).
     """
-    graph = _interaction_graph(domain, cliques)
-    adj = {v: set(graph[v]) for v in graph}
-    position = {a: i for i, a in enumerate(domain.attrs)}
-    order = []
-    while adj:
-        def cost(v):
-            nbrs = adj[v]
-            cells = domain.size(nbrs | {v})
-            fill = sum(1 for a in nbrs for b in nbrs if a < b and b not in adj[a])
-            return (cells, fill, position[v])
-
-        v = min(adj, key=cost)
-        nbrs = adj.pop(v)
-        for a in nbrs:
-            adj[a].discard(v)
-            adj[a] |= nbrs - {a}
-        order.append(v)
-    return order
+    return _eliminate(domain, cliques)[0]
 
 
 @dataclass
@@ -98,37 +113,40 @@ class JunctionTree:
     children: list[list[int]]
     separators: list[Clique]
     order: list[str] = field(default_factory=list)
+    _containing: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _plan: list | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def from_cliques(cls, domain: Domain, cliques: Iterable[Iterable[str]]) -> "JunctionTree":
         """Junction tree covering every attribute of ``domain`` and every clique given."""
         cliques = [domain.canonical(c) for c in cliques]
-        order = elimination_order(domain, cliques)
-        graph = _interaction_graph(domain, cliques)
-        adj = {v: set(graph[v]) for v in graph}
-        elim_cliques: list[frozenset] = []
-        for v in order:
-            nbrs = adj.pop(v)
-            elim_cliques.append(frozenset(nbrs | {v}))
-            for a in nbrs:
-                adj[a].discard(v)
-                adj[a] |= nbrs - {a}
+        order, elim_cliques = _eliminate(domain, cliques)
         maximal = [c for c in elim_cliques if not any(c < o for o in elim_cliques)]
         maximal = list(dict.fromkeys(maximal))  # dedupe, keep order
         # Root the tree at the largest clique: it is visited first when sampling.
         maximal.sort(key=lambda c: -domain.size(c))
-        tree = nx.Graph()
-        tree.add_nodes_from(range(len(maximal)))
-        for i in range(len(maximal)):
-            for j in range(i + 1, len(maximal)):
-                # Zero-weight edges keep the tree connected across independent components.
-                tree.add_edge(i, j, weight=len(maximal[i] & maximal[j]))
-        tree = nx.maximum_spanning_tree(tree) if len(maximal) > 1 else tree
-        bfs = [0] + [v for _, v in nx.bfs_edges(tree, 0)] if len(maximal) > 1 else [0]
+        # Prim's maximum spanning tree on separator sizes (zero-weight edges keep
+        # independent components in one tree, with empty separators).
+        n = len(maximal)
+        link = {0: -1}
+        best = {j: (len(maximal[0] & maximal[j]), 0) for j in range(1, n)}
+        while best:
+            j = max(best, key=lambda k: (best[k][0], -k))
+            link[j] = best.pop(j)[1]
+            for k in best:
+                w = len(maximal[j] & maximal[k])
+                if w > best[k][0]:
+                    best[k] = (w, j)
+        kids: dict[int, list[int]] = {i: [] for i in range(n)}
+        for j, p in link.items():
+            if p >= 0:
+                kids[p].append(j)
+        bfs = [0]
+        for i in bfs:
+            bfs.extend(kids[i])
         new_index = {old: new for new, old in enumerate(bfs)}
-        parent_old = dict(nx.bfs_predecessors(tree, 0)) if len(maximal) > 1 else {}
         ordered = [domain.canonical(maximal[old]) for old in bfs]
-        parent = [-1] + [new_index[parent_old[old]] for old in bfs[1:]]
+        parent = [-1] + [new_index[link[old]] for old in bfs[1:]]
         children: list[list[int]] = [[] for _ in ordered]
         for i, p in enumerate(parent):
             if p >= 0:
@@ -147,13 +165,37 @@ class JunctionTree:
         return self.size() * 8 / 2**20
 
     def clique_containing(self, attrs: Iterable[str]) -> int | None:
-        """Index of the smallest clique containing ``attrs``, or ``None``."""
-        attrs = set(attrs)
-        best = None
-        for i, c in enumerate(self.cliques):
-            if attrs <= set(c) and (best is None or self.domain.size(c) < self.domain.size(self.cliques[best])):
-                best = i
-        return best
+        """Index of the smallest clique containing ``attrs``, or ``None`` (memoised)."""
+        key = frozenset(attrs)
+        if key not in self._containing:
+            best = None
+            for i, c in enumerate(self.cliques):
+                if key <= set(c) and (best is None or self.domain.size(c) < self.domain.size(self.cliques[best])):
+                    best = i
+            self._containing[key] = best
+        return self._containing[key]
+
+    def message_plan(self) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        """Per clique ``i`` (root excluded): how its separator with the parent sits in each of the two.
+
+        ``(axes of clique i summed out, separator shape inside clique i, axes of
+        the parent summed out, separator shape inside the parent)``; memoised.
+        """
+        if self._plan is None:
+            dom = self.domain
+            plan = [None]
+            for i in range(1, len(self.cliques)):
+                sep, clique, par = self.separators[i], self.cliques[i], self.cliques[self.parent[i]]
+                plan.append(
+                    (
+                        _index_axes(clique, sep),
+                        broadcast_shape(dom, clique, sep),
+                        _index_axes(par, sep),
+                        broadcast_shape(dom, par, sep),
+                    )
+                )
+            self._plan = plan
+        return self._plan
 
 
 def model_size_mb(domain: Domain, cliques: Sequence[Iterable[str]]) -> float:

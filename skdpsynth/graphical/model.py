@@ -90,9 +90,43 @@ class GraphicalModel:
         host = jt.clique_containing(attrs)
         if host is not None:
             return sum_out(self._marginals[host], jt.cliques[host], attrs)
-        log_table = variable_elimination(self.domain, self.potentials.items(), attrs)
+        log_table = variable_elimination(self.domain, self._subtree_factors(attrs), attrs)
         table = np.exp(log_table - log_table.max())
         return table * (self.total / table.sum())
+
+    def _subtree_factors(self, attrs: tuple[str, ...]) -> list[tuple[tuple[str, ...], np.ndarray]]:
+        """Log clique and separator marginals of the smallest subtree covering ``attrs``.
+
+        On that subtree ``p = Π_C μ_C / Π_S μ_S`` (up to scale), so eliminating
+        its other attributes gives the marginal over ``attrs`` while touching only
+        the cliques in between, not the whole model.
+        """
+        jt = self.junction_tree
+        wanted = set(attrs)
+        nodes = set()
+        for a in attrs:
+            holding = [i for i, c in enumerate(jt.cliques) if a in c]
+            nodes.add(max(holding, key=lambda i: (len(wanted & set(jt.cliques[i])), -i)))
+        # Union of the paths from every chosen clique up to their lowest common ancestor.
+        paths = []
+        for v in nodes:
+            path = [v]
+            while jt.parent[path[-1]] >= 0:
+                path.append(jt.parent[path[-1]])
+            paths.append(path)
+        common = set(paths[0]).intersection(*map(set, paths[1:]))
+        top = next(v for v in paths[0] if v in common)
+        subtree = set()
+        for path in paths:
+            subtree.update(path[: path.index(top) + 1])
+        factors = []
+        for i in subtree:
+            clique, table = jt.cliques[i], self._marginals[i]
+            factors.append((clique, np.log(np.maximum(table, 1e-300))))
+            if i != top:
+                sep = jt.separators[i]
+                factors.append((sep, -np.log(np.maximum(sum_out(table, clique, sep), 1e-300))))
+        return factors
 
     def probability(self, attrs: Iterable[str]) -> np.ndarray:
         """Normalised marginal distribution over ``attrs``."""

@@ -1,0 +1,6 @@
+"""Differentially private synthesizers: one module per method on a shared base."""
+from .base import BaseSynthesizer
+from .aim import AIMSynthesizer
+from .mst import MSTSynthesizer
+
+__all__ = ["AIMSynthesizer", "BaseSynthesizer", "MSTSynthesizer"]

@@ -1,0 +1,274 @@
+"""The estimator surface every synthesizer shares.
+
+``fit`` turns a table into integer codes over a *public* domain, converts the
+privacy budget to zCDP, runs the method (``_fit_codes``), checks the ledger
+against the budget and records the fitted attributes.  ``sample`` is pure
+post-processing of the fitted model: it never sees the training data and never
+spends budget.
+
+Where the domain comes from, in order:
+
+1. the ``domain=`` hyper-parameter: ``{column: [categories]}`` or ``{column: size}``
+   (or a :class:`~skdpsynth.domain.Domain`);
+2. a pandas ``CategoricalDtype`` on the column (how the DP preprocessing steps
+   hand the domain on);
+3. otherwise it is read from the data, with a
+   :class:`~skdpsynth.privacy.PrivacyLeakWarning` naming the columns.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from ..domain import Domain
+from ..marginals import as_codes
+from ..privacy import PrivacyLedger, cdp_rho, warn_privacy_leak
+from ..utils import check_random_state
+
+__all__ = ["BaseSynthesizer"]
+
+
+@dataclass(frozen=True)
+class _Column:
+    """How one column's values map to codes ``0 .. size - 1`` and back."""
+
+    name: str
+    size: int
+    kind: str  # "categorical": pandas Categorical; "values": raw labels; "codes": integers as they are
+    categories: pd.Index | None
+    dtype: object
+
+    def encode(self, values: pd.Series) -> np.ndarray:
+        if self.kind == "codes":
+            return values.to_numpy()
+        cat = pd.Categorical(values, categories=self.categories)
+        codes = np.asarray(cat.codes)
+        if (codes < 0).any():
+            bad = pd.unique(values[(codes < 0) & values.notna().to_numpy()])[:5]
+            what = f"values {list(bad)} not in" if len(bad) else "missing values, not among"
+            raise ValueError(
+                f"Column {self.name!r} has {what} its public categories {list(self.categories)[:10]}"
+                f"{'...' if len(self.categories) > 10 else ''}; map them to a category first "
+                "(e.g. an explicit 'other' or 'missing' category)."
+            )
+        return codes
+
+    def decode(self, codes: np.ndarray) -> pd.Series:
+        if self.kind == "categorical":
+            return pd.Series(pd.Categorical.from_codes(codes, dtype=self.dtype), name=self.name)
+        if self.kind == "values":
+            return pd.Series(self.categories.take(codes), name=self.name).astype(self.dtype)
+        return pd.Series(codes, name=self.name).astype(self.dtype)
+
+
+def _resolve_columns(frame: pd.DataFrame, domain) -> list[_Column]:
+    given = domain.to_dict() if isinstance(domain, Domain) else dict(domain or {})
+    unknown = set(given) - set(frame.columns)
+    if unknown:
+        raise ValueError(f"domain names columns that are not in the data: {sorted(map(str, unknown))}.")
+    columns, leaked = [], []
+    for name in frame.columns:
+        col = frame[name]
+        spec = given.get(name)
+        if spec is not None:
+            if isinstance(spec, (int, np.integer)):
+                if int(spec) < 1:
+                    raise ValueError(f"domain[{name!r}] must be a positive size, got {spec}.")
+                if isinstance(col.dtype, pd.CategoricalDtype):
+                    raise ValueError(f"Column {name!r} is categorical; give its categories, not a size, in domain.")
+                columns.append(_Column(str(name), int(spec), "codes", None, col.dtype))
+            else:
+                cats = pd.Index(list(spec))
+                if cats.has_duplicates or len(cats) == 0:
+                    raise ValueError(f"domain[{name!r}] must be a non-empty list of distinct categories.")
+                kind = "categorical" if isinstance(col.dtype, pd.CategoricalDtype) else "values"
+                dtype = pd.CategoricalDtype(cats, ordered=getattr(col.dtype, "ordered", False)) if kind == "categorical" else col.dtype
+                columns.append(_Column(str(name), len(cats), kind, cats, dtype))
+        elif isinstance(col.dtype, pd.CategoricalDtype):
+            if len(col.dtype.categories) == 0:
+                raise ValueError(f"Column {name!r} is categorical with no categories.")
+            columns.append(_Column(str(name), len(col.dtype.categories), "categorical", col.dtype.categories, col.dtype))
+        else:
+            leaked.append(str(name))
+            if col.dtype.kind == "f":
+                finite = col.dropna()
+                if len(finite) and not np.all(np.mod(finite.to_numpy(), 1) == 0):
+                    raise ValueError(
+                        f"Column {name!r} holds continuous values. Discretize it first with a DP discretizer "
+                        "(skdpsynth.preprocessing), or give its categories in domain=."
+                    )
+            if col.dtype.kind in "iu":
+                if len(col) and col.min() < 0:
+                    raise ValueError(f"Column {name!r} has negative integers; give its categories in domain=.")
+                columns.append(_Column(str(name), int(col.max()) + 1 if len(col) else 1, "codes", None, col.dtype))
+            else:
+                cats = pd.Index(pd.unique(col.dropna()))
+                try:
+                    cats = cats.sort_values()
+                except TypeError:
+                    pass
+                columns.append(_Column(str(name), max(len(cats), 1), "values", cats, col.dtype))
+    if leaked:
+        warn_privacy_leak(
+            f"The domain of columns {leaked} was read from the private data (their value sets, or the largest "
+            "integer code, leave fit() without differential privacy). Give them as public metadata with domain= "
+            "or as pandas CategoricalDtype, e.g. from skdpsynth.preprocessing.",
+            stacklevel=4,
+        )
+    return columns
+
+
+class BaseSynthesizer(BaseEstimator):
+    """Base class of the differentially private synthesizers.
+
+    Subclasses declare their hyper-parameters in ``__init__`` (stored as
+    given), implement ``_fit_codes`` and may override ``_sample_codes``.
+
+    Fitted attributes (after :meth:`fit`)
+    -------------------------------------
+    privacy_ledger_ : PrivacyLedger
+        Every release of private information made by the fit; sums to at most the budget.
+    domain_ : Domain
+        The public domain the data were coded on.
+    n_records_ : float
+        The (noisy, DP) record-count estimate; the default number of records of :meth:`sample`.
+    model_ : object
+        The fitted model (a :class:`~skdpsynth.graphical.GraphicalModel` for marginal-based methods).
+    fit_time_ : float
+        Seconds spent in :meth:`fit`.
+    rho_ : float
+        The zCDP budget the fit was given (for zCDP methods).
+    feature_names_in_ : ndarray of str
+        Column names seen in :meth:`fit` (the target last when ``y`` was given).
+    """
+
+    # zCDP by default; pure-epsilon methods override _privacy_budget.
+    def _privacy_budget(self) -> dict:
+        epsilon, delta = self.epsilon, self.delta
+        if not (isinstance(epsilon, (int, float, np.number)) and np.isfinite(epsilon) and epsilon > 0):
+            raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}.")
+        if not (isinstance(delta, (int, float, np.number)) and 0 < delta < 1):
+            raise ValueError(f"delta must be in (0, 1) for a zCDP method, got {delta!r}.")
+        return {"rho": cdp_rho(float(epsilon), float(delta))}
+
+    # -- fit ----------------------------------------------------------------
+    def fit(self, X, y=None, **fit_params):
+        """Fit the synthesizer to private data, spending the privacy budget once.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame or 2-D array of integer codes
+        y : array-like of shape (n_records,), optional
+            A column to synthesize with ``X`` (e.g. a classification target),
+            appended as the last column (named after ``y.name``, else ``"target"``).
+        **fit_params
+            Method-specific (see the subclass).
+
+        Returns
+        -------
+        self
+        """
+        start = time.perf_counter()
+        frame = self._as_frame(X, y)
+        budget = self._privacy_budget()
+        self._check_params()
+        columns = _resolve_columns(frame, getattr(self, "domain", None))
+        domain = Domain([c.name for c in columns], [c.size for c in columns])
+        coded = pd.DataFrame({c.name: c.encode(frame[c.name]) for c in columns}, index=frame.index)
+        codes = as_codes(coded, domain)
+        rng = check_random_state(self.random_state)
+        ledger = PrivacyLedger()
+        self._columns = columns
+        self.feature_names_in_ = np.asarray([c.name for c in columns], dtype=object)
+        self.n_features_in_ = len(columns)
+        self.domain_ = domain
+        self._fit_codes(codes, domain, ledger, rng, **budget, **fit_params)
+        del codes, coded, frame  # nothing below may look at the data
+        ledger.check_budget(**budget)
+        self.privacy_ledger_ = ledger
+        if "rho" in budget:
+            self.rho_ = budget["rho"]
+        self._sample_rng = np.random.default_rng(rng.integers(2**63))
+        self.fit_time_ = time.perf_counter() - start
+        self._log(f"fit done in {self.fit_time_:.1f} s; spent {self._spent_text()}")
+        return self
+
+    def _check_params(self) -> None:
+        """Validate method-specific hyper-parameters (override)."""
+
+    def _fit_codes(self, codes: np.ndarray, domain: Domain, ledger: PrivacyLedger, rng, **budget) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def _as_frame(X, y) -> pd.DataFrame:
+        if isinstance(X, pd.DataFrame):
+            frame = X
+        else:
+            arr = np.asarray(X)
+            if arr.ndim != 2:
+                raise ValueError(f"Expected a 2-D table, got an array of shape {arr.shape}.")
+            frame = pd.DataFrame(arr, columns=[f"x{j}" for j in range(arr.shape[1])])
+        if frame.shape[1] == 0:
+            raise ValueError("The table has no columns.")
+        if frame.columns.has_duplicates:
+            raise ValueError("The table has duplicate column names.")
+        if y is not None:
+            name = getattr(y, "name", None) or "target"
+            if name in frame.columns:
+                raise ValueError(f"y is named {name!r} but X already has such a column.")
+            y = pd.Series(np.asarray(y) if not isinstance(y, pd.Series) else y.to_numpy(), name=name, index=frame.index)
+            if len(y) != len(frame):
+                raise ValueError(f"X has {len(frame)} rows but y has {len(y)}.")
+            frame = pd.concat([frame, y.to_frame()], axis=1)
+        frame.columns = [str(c) for c in frame.columns]
+        return frame
+
+    # -- sample -------------------------------------------------------------
+    def sample(self, n_samples: int | None = None, random_state=None) -> pd.DataFrame:
+        """Generate synthetic records (post-processing only: no data, no budget).
+
+        Parameters
+        ----------
+        n_samples : int, optional
+            Number of records; by default the fitted (noisy) record count ``n_records_``, rounded.
+        random_state : None, int or numpy.random.Generator
+            Seed of this draw.  ``None`` continues the synthesizer's own stream
+            (seeded from ``random_state`` at fit), so repeated calls differ but
+            the sequence is reproducible.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The fitted columns in their order and dtypes (categorical columns with their categories).
+        """
+        check_is_fitted(self, "model_")
+        if n_samples is None:
+            n_samples = int(round(self.n_records_))
+        if not isinstance(n_samples, (int, np.integer)) or n_samples < 0:
+            raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}.")
+        rng = self._sample_rng if random_state is None else check_random_state(random_state)
+        codes = self._sample_codes(int(n_samples), rng)
+        return pd.DataFrame({c.name: c.decode(codes[:, j]) for j, c in enumerate(self._columns)})
+
+    def _sample_codes(self, n_samples: int, rng: np.random.Generator) -> np.ndarray:
+        return self.model_.synthetic_data(n_samples, method=getattr(self, "sampling", "round"), random_state=rng)
+
+    # -- helpers ------------------------------------------------------------
+    def _log(self, message: str) -> None:
+        if getattr(self, "verbose", 0):
+            print(f"[{type(self).__name__}] {message}", file=sys.stderr, flush=True)
+
+    def _spent_text(self) -> str:
+        ledger = getattr(self, "privacy_ledger_", None)
+        if ledger is None:
+            return "nothing"
+        if ledger.total_rho() > 0:
+            return f"rho={ledger.total_zcdp():.6g} => ({ledger.epsilon(self.delta):.4g}, {self.delta:g})-DP"
+        return f"epsilon={ledger.total_epsilon():.6g}"

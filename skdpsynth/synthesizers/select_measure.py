@@ -1,0 +1,119 @@
+"""Select-measure pieces shared by the marginal-based synthesizers.
+
+* :func:`measure_marginals` — Gaussian measurement of marginals, recorded in the ledger;
+* :func:`compile_workload` — AIM's candidate set (downward closure) and weights;
+* :func:`candidate_errors` — AIM's quality score: weighted L1 error of the
+  model minus the expected L1 norm of the measurement noise;
+* :func:`filter_by_model_size` — AIM's junction-tree size guard.
+
+AIM, MST, RandDPGen (HybridSynthesizer) and PPSyn (PartitionSynthesizer) call
+these rather than each writing its own.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..domain import Domain
+from ..graphical import GraphicalModel, JunctionTree, Measurement
+from ..marginals import downward_closure, marginal
+from ..privacy import PrivacyLedger, gaussian_mechanism
+
+__all__ = ["measure_marginals", "compile_workload", "candidate_errors", "filter_by_model_size"]
+
+Clique = tuple[str, ...]
+
+
+def measure_marginals(
+    codes: np.ndarray,
+    domain: Domain,
+    cliques: Sequence[Clique],
+    sigma: float,
+    rng: np.random.Generator,
+    ledger: PrivacyLedger,
+    *,
+    weights: Sequence[float] | None = None,
+    label: str = "marginal",
+) -> list[Measurement]:
+    """Measure each clique's marginal with Gaussian noise, charging the ledger.
+
+    With ``weights`` (normalised to unit L2 norm, as in MST) clique ``i`` gets
+    noise ``sigma / w_i``, so the set costs exactly ``1 / (2 sigma²)`` in zCDP
+    whatever the number of cliques; without them every clique gets ``sigma``
+    and costs ``1 / (2 sigma²)`` each.
+    """
+    w = np.ones(len(cliques)) if weights is None else np.asarray(weights, dtype=float)
+    if weights is not None:
+        w = w / np.linalg.norm(w)
+    out = []
+    for clique, wi in zip(cliques, w):
+        s = sigma / wi
+        y = gaussian_mechanism(
+            marginal(codes, domain, clique).ravel(), sigma=s, random_state=rng, ledger=ledger,
+            description=f"{label} {' x '.join(clique)}",
+        )
+        out.append(Measurement(clique, y, s))
+    return out
+
+
+def compile_workload(workload: Iterable[tuple[Clique, float]], domain: Domain) -> dict[Clique, float]:
+    """AIM's candidates: the downward closure of the workload, each weighted by ``Σ_s c_s |r ∩ s|``."""
+    workload = [(domain.canonical(c), float(w)) for c, w in workload]
+    return {
+        r: sum(w * len(set(r) & set(s)) for s, w in workload)
+        for r in downward_closure([c for c, _ in workload], domain)
+    }
+
+
+def candidate_errors(
+    model: GraphicalModel,
+    answers: Mapping[Clique, np.ndarray],
+    weights: Mapping[Clique, float],
+    noise_sd: float | Callable[[Clique], float],
+    candidates: Iterable[Clique],
+) -> dict[Clique, float]:
+    """Quality scores ``w_r (‖y_r − M_r(p)‖₁ − √(2/π) σ n_r)`` of the candidates.
+
+    ``answers[r]`` is what the score compares the model with (the true
+    marginal in AIM, a noisy one in RandDPGen); ``noise_sd`` is the s.d. of the
+    measurement that would follow (a number, or a function of the clique).
+    """
+    out = {}
+    for r in candidates:
+        sd = noise_sd(r) if callable(noise_sd) else noise_sd
+        n_cells = answers[r].size
+        bias = np.sqrt(2 / np.pi) * sd * n_cells
+        out[r] = weights[r] * (np.abs(answers[r] - model.project(r).ravel()).sum() - bias)
+    return out
+
+
+def filter_by_model_size(
+    candidates: Iterable[Clique],
+    domain: Domain,
+    model_cliques: Sequence[Clique],
+    size_limit_mb: float,
+    cache: dict | None = None,
+) -> list[Clique]:
+    """Candidates already covered by a model clique, or whose addition keeps the junction tree within the limit.
+
+    ``cache`` (a dict the caller keeps across rounds) memoises hypothetical
+    sizes per model structure, so rounds that leave the structure unchanged
+    cost nothing here.
+    """
+    structure = frozenset(frozenset(c) for c in model_cliques)
+    model_sets = [set(c) for c in model_cliques]
+    kept = []
+    for r in candidates:
+        if any(set(r) <= m for m in model_sets):
+            kept.append(r)
+            continue
+        key = (structure, r)
+        size = None if cache is None else cache.get(key)
+        if size is None:
+            size = JunctionTree.from_cliques(domain, list(model_cliques) + [r]).size_mb()
+            if cache is not None:
+                cache[key] = size
+        if size <= size_limit_mb:
+            kept.append(r)
+    return kept
