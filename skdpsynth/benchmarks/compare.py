@@ -1,0 +1,174 @@
+"""Compare synthesizers (and, optionally, the reference implementation) on a benchmark data set.
+
+    python -m skdpsynth.benchmarks.compare --dataset adult --methods aim mst --epsilon 0.1 1 10 --seeds 3
+
+For every method, ε and seed: fit on the data, generate as many records as the
+synthesizer's noisy count, and report fit seconds (fit + generation, as the
+reference figures are timed), the average TVD over all 1-, 2- and 3-way
+marginals, and, when the data set has a target, TSTR accuracy (train a fixed
+classifier — one-hot + logistic regression — on the synthetic records, test on
+real records) next to the train-real baseline.  A table is printed and all
+results are written as JSON.
+
+Data: ``adult`` (bundled, integer-coded 14-attribute benchmark; TSTR target
+``income>50K``, tested on the last 16,281 records — the original adult.test
+part), ``nltcs`` (looked up next to the repository in ``shared/data``), or any
+``--data CSV --domain JSON``.  With ``--holdout`` the synthesizers are fitted
+on the train part only and TVD is measured against it; without it they see the
+whole table (as in the published reference figures), so TSTR is then not a
+strict hold-out.
+
+Reference peer: with ``--reference-python`` (the interpreter of a separate
+virtual environment where ``pip install mbi`` was done) and
+``--reference-mechanisms`` (a checkout of private-pgm's ``mechanisms/``
+folder), the reference MST/AIM run as subprocesses through
+``reference_runner.py`` in this folder, on the same data, and are scored by the
+same code.  The reference is a comparator only, never a dependency.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..domain import Domain
+from ..metrics import marginal_tvd, tstr_score
+
+ADULT_TRAIN_ROWS = 32561
+
+
+def _load(dataset: str, data: Path | None, domain: Path | None):
+    if data is not None:
+        dom = Domain.from_dict(json.loads(Path(domain).read_text()))
+        return pd.read_csv(data)[list(dom)], dom, None, data, domain
+    if dataset == "adult":
+        from ..datasets import adult_discretized_paths, load_adult
+
+        bunch = load_adult()
+        csv, dom_json = adult_discretized_paths()
+        return bunch.frame, bunch.domain, bunch.target_name, csv, dom_json
+    if dataset == "nltcs":
+        root = Path(__file__).resolve().parents[3] / "shared" / "data" / "nltcs"
+        csv, dom_json = root / "nltcs.csv", root / "nltcs-domain.json"
+        if not csv.exists():
+            sys.exit(f"NLTCS not found at {csv}; pass --data and --domain.")
+        dom = Domain.from_dict(json.loads(dom_json.read_text()))
+        return pd.read_csv(csv)[list(dom)], dom, None, csv, dom_json
+    sys.exit(f"Unknown dataset {dataset!r}; use adult, nltcs or --data/--domain.")
+
+
+def _make(method: str, epsilon: float, delta: float, seed: int, domain: Domain, args):
+    from ..synthesizers import AIMSynthesizer, MSTSynthesizer
+
+    common = dict(epsilon=epsilon, delta=delta, domain=domain.to_dict(), random_state=seed, verbose=args.verbose)
+    if method == "mst":
+        return MSTSynthesizer(**common)
+    if method == "aim":
+        return AIMSynthesizer(**common, max_model_size=args.max_model_size)
+    sys.exit(f"Unknown method {method!r}.")
+
+
+def _score(real: pd.DataFrame, synth: pd.DataFrame, domain: Domain, target, test: pd.DataFrame | None) -> dict:
+    tvd = marginal_tvd(real, synth[list(domain)], ways=(1, 2, 3), domain=domain)
+    out = {"tvd1": tvd[1], "tvd2": tvd[2], "tvd3": tvd[3]}
+    if target is not None and test is not None:
+        out["tstr_accuracy"] = tstr_score(real, synth[list(domain)], test, target)
+    return out
+
+
+def _run_reference(method, epsilon, delta, seed, csv, dom_json, args) -> tuple[pd.DataFrame, float]:
+    runner = Path(__file__).with_name("reference_runner.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "synthetic.csv"
+        cmd = [
+            str(args.reference_python), str(runner), "--mechanisms-dir", str(args.reference_mechanisms),
+            "--method", method, "--data", str(csv), "--domain", str(dom_json), "--epsilon", str(epsilon),
+            "--delta", str(delta), "--seed", str(seed), "--out", str(out),
+        ]
+        if method == "aim":
+            cmd += ["--max-model-size", str(args.max_model_size)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.reference_timeout)
+        if proc.returncode != 0:
+            raise RuntimeError(f"reference {method} failed:\n{proc.stderr[-2000:]}")
+        info = json.loads(proc.stdout.strip().splitlines()[-1])
+        return pd.read_csv(out), float(info["fit_seconds"])
+
+
+def main(argv=None) -> list[dict]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", default="adult")
+    ap.add_argument("--data", type=Path, default=None)
+    ap.add_argument("--domain", type=Path, default=None)
+    ap.add_argument("--methods", nargs="+", default=["mst", "aim"])
+    ap.add_argument("--epsilon", type=float, nargs="+", default=[1.0])
+    ap.add_argument("--delta", type=float, default=1e-9)
+    ap.add_argument("--seeds", type=int, default=3, help="seeds 0 .. N-1")
+    ap.add_argument("--holdout", action="store_true", help="fit on the train part only (adult)")
+    ap.add_argument("--max-model-size", type=float, default=80.0)
+    ap.add_argument("--reference-python", type=Path, default=os.environ.get("SKDPSYNTH_REFERENCE_PYTHON"))
+    ap.add_argument("--reference-mechanisms", type=Path, default=os.environ.get("SKDPSYNTH_REFERENCE_MECHANISMS"))
+    ap.add_argument("--reference-methods", nargs="*", default=None, help="default: the same as --methods")
+    ap.add_argument("--reference-timeout", type=float, default=3 * 3600)
+    ap.add_argument("--out", type=Path, default=None, help="JSON results (default compare-<dataset>.json)")
+    ap.add_argument("--verbose", type=int, default=0)
+    args = ap.parse_args(argv)
+
+    frame, domain, target, csv, dom_json = _load(args.dataset, args.data, args.domain)
+    test = frame.iloc[ADULT_TRAIN_ROWS:] if target is not None else None
+    train = frame.iloc[:ADULT_TRAIN_ROWS] if (target is not None and args.holdout) else frame
+    if args.holdout and target is not None:
+        tmp_csv = Path(tempfile.mkdtemp()) / "train.csv"
+        train.to_csv(tmp_csv, index=False)
+        csv = tmp_csv
+    baseline = tstr_score(train, train, test, target) if target is not None else None
+    peers = [(m, "skdpsynth") for m in args.methods]
+    if args.reference_python and args.reference_mechanisms:
+        peers += [(m, "reference") for m in (args.reference_methods if args.reference_methods is not None else args.methods)]
+
+    rows = []
+    for epsilon in args.epsilon:
+        for method, impl in peers:
+            for seed in range(args.seeds):
+                if impl == "skdpsynth":
+                    start = time.perf_counter()
+                    synth = _make(method, epsilon, args.delta, seed, domain, args).fit(train).sample()
+                    seconds = time.perf_counter() - start
+                else:
+                    synth, seconds = _run_reference(method, epsilon, args.delta, seed, csv, dom_json, args)
+                row = {"dataset": args.dataset, "method": method, "implementation": impl, "epsilon": epsilon,
+                       "delta": args.delta, "seed": seed, "fit_seconds": seconds, "rows": len(synth)}
+                row.update(_score(train, synth, domain, target, test))
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+
+    metrics = ["fit_seconds", "tvd1", "tvd2", "tvd3"] + (["tstr_accuracy"] if target is not None else [])
+    print(f"\n{args.dataset}: {len(train):,} records, delta={args.delta}, seeds 0..{args.seeds - 1} (mean)")
+    if baseline is not None:
+        print(f"train-real-test-real accuracy (same classifier): {baseline:.4f}")
+    header = f"{'method':<6} {'impl':<10} {'eps':>5} " + " ".join(f"{m:>13}" for m in metrics)
+    print(header)
+    print("-" * len(header))
+    summary = []
+    for epsilon in args.epsilon:
+        for method, impl in peers:
+            sel = [r for r in rows if r["method"] == method and r["implementation"] == impl and r["epsilon"] == epsilon]
+            means = {m: statistics.fmean(r[m] for r in sel) for m in metrics}
+            summary.append({"method": method, "implementation": impl, "epsilon": epsilon, **means})
+            print(f"{method:<6} {impl:<10} {epsilon:>5g} " + " ".join(f"{means[m]:>13.4f}" for m in metrics))
+    out = args.out or Path(f"compare-{args.dataset}.json")
+    out.write_text(json.dumps({"rows": rows, "summary": summary, "train_real_accuracy": baseline}, indent=2))
+    print(f"\nwrote {out}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Algorithm-level tests of the MST and AIM baselines (the estimator surface is tested elsewhere)."""
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+
+from skdpsynth import AIMSynthesizer, Domain, MSTSynthesizer
+from skdpsynth.graphical import Measurement, model_size_mb
+from skdpsynth.metrics import marginal_tvd
+from skdpsynth.privacy import cdp_rho
+from skdpsynth.synthesizers.aim import _resolve_workload
+from skdpsynth.synthesizers.mst import DomainCompression
+from skdpsynth.synthesizers.select_measure import compile_workload
+
+
+def chain_data(n=4000, seed=0):
+    """a -> b -> c strongly dependent, d independent and skewed, e with rare values."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 4, n)
+    b = np.where(rng.random(n) < 0.9, a, rng.integers(0, 4, n))
+    c = np.where(rng.random(n) < 0.9, b % 2, rng.integers(0, 2, n))
+    d = rng.choice(3, n, p=[0.7, 0.2, 0.1])
+    e = np.where(rng.random(n) < 0.97, 0, rng.integers(1, 30, n))
+    frame = pd.DataFrame({"a": a, "b": b, "c": c, "d": d, "e": e})
+    return frame, {"a": 4, "b": 4, "c": 2, "d": 3, "e": 30}
+
+
+def independent_columns(X, seed=0):
+    """Each column shuffled on its own: exact 1-way marginals, no dependence."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({c: rng.permutation(X[c].to_numpy()) for c in X})
+
+
+def test_mst_ledger_tree_and_budget():
+    X, dom = chain_data()
+    mst = MSTSynthesizer(epsilon=2.0, domain=dom, random_state=0).fit(X)
+    ledger = mst.privacy_ledger_
+    rho = cdp_rho(2.0, 1e-9)
+    assert ledger.total_rho() == pytest.approx(rho, rel=1e-12)
+    frame = ledger.to_frame()
+    # Thirds: 1-way measurements, tree selection, 2-way measurements.
+    for mechanism, count in [("gaussian", 5 + 4), ("exponential", 4)]:
+        assert (frame["mechanism"] == mechanism).sum() == count
+    one_way = frame[frame["description"].str.startswith("1-way")]["rho"].sum()
+    selection = frame[frame["mechanism"] == "exponential"]["rho"].sum()
+    assert one_way == pytest.approx(rho / 3, rel=1e-12) and selection == pytest.approx(rho / 3, rel=1e-12)
+    tree = nx.Graph(mst.tree_)
+    tree.add_nodes_from(dom)
+    assert nx.is_tree(tree)
+
+
+def test_mst_finds_the_dependencies_at_high_epsilon():
+    X, dom = chain_data(n=20000)
+    mst = MSTSynthesizer(epsilon=20.0, domain=dom, random_state=1).fit(X)
+    edges = {frozenset(e) for e in mst.tree_}
+    assert frozenset(("a", "b")) in edges and frozenset(("b", "c")) in edges
+    synth = mst.sample()
+    # Far closer on 2-way marginals than an independent model of the same 1-ways would be.
+    indep = independent_columns(X)
+    assert marginal_tvd(X, synth, ways=2, domain=dom) < 0.5 * marginal_tvd(X, indep, ways=2, domain=dom)
+
+
+def test_domain_compression_round_trip_and_measurement():
+    dom = Domain(["e"], [6])
+    y = np.array([500.0, 2.0, 300.0, -1.0, 4.0, 0.5])
+    m = Measurement(("e",), y, sigma=10.0)
+    comp = DomainCompression(dom, [m])
+    assert comp.supports["e"].tolist() == [True, False, True, False, False, False]
+    assert comp.domain["e"] == 3
+    cm = comp.measurement(m)
+    # Merged cell: sum of 4 noisy cells scaled by 1/sqrt(4), with Q scaling the model's merged count alike.
+    np.testing.assert_allclose(cm.values, [500.0, 300.0, (2.0 - 1.0 + 4.0 + 0.5) / 2])
+    np.testing.assert_allclose(cm.query.toarray(), np.diag([1, 1, 0.5]))
+    codes = np.array([[0], [1], [2], [3], [4], [5]])
+    np.testing.assert_array_equal(comp.transform(codes).ravel(), [0, 2, 1, 2, 2, 2])
+    back = comp.inverse_transform(np.array([[0], [1]] + [[2]] * 4000), np.random.default_rng(0)).ravel()
+    assert back[0] == 0 and back[1] == 2
+    # The merged cell is spread uniformly over its four original cells.
+    counts = np.bincount(back[2:], minlength=6)[[1, 3, 4, 5]]
+    assert counts.sum() == 4000 and np.all(np.abs(counts - 1000) < 5 * np.sqrt(4000 * 0.25 * 0.75))
+
+
+def test_mst_sample_covers_original_domain_after_compression():
+    X, dom = chain_data()
+    mst = MSTSynthesizer(epsilon=0.5, domain=dom, random_state=2).fit(X)
+    assert mst.compression_.domain["e"] < 30  # rare values of e were merged
+    synth = mst.sample(5000, random_state=0)
+    assert synth["e"].between(0, 29).all() and synth["e"].nunique() > mst.compression_.domain["e"]
+
+
+def test_aim_ledger_sums_to_budget_and_rounds_bounded():
+    X, dom = chain_data()
+    aim = AIMSynthesizer(epsilon=1.0, domain=dom, rounds=10, max_iters=300, random_state=0).fit(X)
+    rho = cdp_rho(1.0, 1e-9)
+    ledger = aim.privacy_ledger_
+    assert ledger.total_rho() == pytest.approx(rho, rel=1e-12)
+    assert 1 <= len(aim.selected_) <= 10
+    frame = ledger.to_frame()
+    # One selection and one measurement per round, after the 1-way initialisation.
+    assert (frame["mechanism"] == "exponential").sum() == len(aim.selected_)
+    assert (frame["mechanism"] == "gaussian").sum() == len(dom) + len(aim.selected_)
+    # Selection takes 0.1 and measurement 0.9 of each round's budget (checked on the last round).
+    last_sel, last_meas = frame.iloc[-2], frame.iloc[-1]
+    assert last_sel["rho"] / (last_sel["rho"] + last_meas["rho"]) == pytest.approx(0.1, rel=1e-9)
+    candidates = compile_workload(_resolve_workload(None, Domain.from_dict(dom), 10000), Domain.from_dict(dom))
+    assert all(c in candidates for c in aim.selected_)
+
+
+def test_aim_respects_the_model_size_limit():
+    X, dom = chain_data()
+    limit = 0.001  # MB: about 131 cells of junction tree
+    aim = AIMSynthesizer(epsilon=5.0, domain=dom, rounds=12, max_model_size=limit, max_iters=200,
+                         random_state=0).fit(X)
+    domain = Domain.from_dict(dom)
+    assert model_size_mb(domain, aim.model_.cliques) <= limit or all(len(c) == 1 for c in aim.selected_)
+    for i in range(len(aim.selected_)):
+        cliques = [(a,) for a in dom] + aim.selected_[: i + 1]
+        # Each selection was either already covered or kept the model within the (scaled) limit.
+        assert model_size_mb(domain, cliques) <= limit + 1e-12 or any(
+            set(aim.selected_[i]) <= set(c) for c in [(a,) for a in dom] + aim.selected_[:i]
+        )
+
+
+def test_aim_beats_independent_model_on_dependent_data():
+    X, dom = chain_data(n=20000)
+    aim = AIMSynthesizer(epsilon=5.0, domain=dom, rounds=15, max_iters=300, random_state=3).fit(X)
+    synth = aim.sample()
+    indep = independent_columns(X)
+    assert marginal_tvd(X, synth, ways=3, domain=dom) < 0.5 * marginal_tvd(X, indep, ways=3, domain=dom)
+
+
+def test_workload_forms_and_weights():
+    dom = Domain(list("abcd"), [2, 3, 4, 200])
+    w = _resolve_workload(None, dom, 100)
+    assert all(len(c) == 3 and dom.size(c) <= 100 for c, _ in w)
+    assert _resolve_workload(2, dom, None) == [(c, 1.0) for c in [("a", "b"), ("a", "c"), ("a", "d"), ("b", "c"), ("b", "d"), ("c", "d")]]
+    assert _resolve_workload([("b", "a"), (("c",), 2.0)], dom, None) == [(("a", "b"), 1.0), (("c",), 2.0)]
+    weights = compile_workload([(("a", "b"), 1.0), (("b", "c"), 2.0)], dom)
+    # w_r = sum_s c_s |r ∩ s|
+    assert weights[("b",)] == 3.0 and weights[("a", "b")] == 2.0 + 2.0 and weights[("c",)] == 2.0
+    with pytest.raises(ValueError, match="empty"):
+        _resolve_workload([("a", "d")], dom, 100)
