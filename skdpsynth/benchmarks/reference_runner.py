@@ -76,9 +76,11 @@ def _parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--max-iters", type=int, default=1000,
                     help="AIM only: mirror-descent iterations per estimate (reference default 1000)")
     ap.add_argument("--rounds", type=int, default=None,
-                    help="AIM only: number of rounds the budget is planned for (default 16 * d)")
+                    help="AIM only: rounds the budget is split into, counting the d initial one-way "
+                         "measurements (default 16 * d); d + k gives about k + 1 selection rounds")
     ap.add_argument("--degree", type=int, default=3,
-                    help="AIM only: workload = all marginals of this order (default 3)")
+                    help="AIM only: workload = all marginals of this order, weight 1 (default 3, "
+                         "the all-3-way workload of the reference figures; upstream's CLI uses 2)")
     ap.add_argument("--max-cells", type=int, default=None,
                     help="AIM only: drop workload marginals with more cells than this (default: keep all)")
     return ap.parse_args(argv)
@@ -117,6 +119,12 @@ def _run_aim(mod, data, args):
     if args.rounds is not None:
         if "rounds" not in params:
             raise SystemExit("this AIM takes no `rounds` argument")
+        # AIM's `rounds` also counts the d one-way measurements it starts with (each is charged
+        # one round's measurement budget), so rounds <= d leaves no budget; d + k gives k + 1.
+        d = len(data.domain.attrs)
+        if args.rounds <= d:
+            raise SystemExit(f"--rounds must exceed the number of attributes ({d}); "
+                             f"d + k gives about k + 1 selection rounds")
         kwargs["rounds"] = args.rounds
     kwargs = {k: v for k, v in kwargs.items() if k in params}
     mech = mod.AIM(args.epsilon, args.delta, **kwargs)
@@ -129,12 +137,11 @@ def _run_aim(mod, data, args):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
-    data, columns = _load(args.data, args.domain)
-    mod = _import_mechanism(args.mechanisms_dir, args.method)
     run = _run_mst if args.method == "mst" else _run_aim
-
-    np.random.seed(args.seed)
     with contextlib.redirect_stdout(sys.stderr):  # keep stdout for the one JSON line
+        data, columns = _load(args.data, args.domain)
+        mod = _import_mechanism(args.mechanisms_dir, args.method)
+        np.random.seed(args.seed)
         t0 = time.perf_counter()
         synth = run(mod, data, args)
         fit_seconds = time.perf_counter() - t0
