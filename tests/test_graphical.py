@@ -215,6 +215,11 @@ def test_minimum_variance_total():
     ]
     expected = (110 / 2 + 100 / 16) / (1 / 2 + 1 / 16)
     assert minimum_variance_total(ms) == pytest.approx(expected)
+    # A compressed measurement (last cell = merged cells scaled by 1/2) still determines the total:
+    # a = (1, 2) solves Q^T a = 1, so T = 40 + 2 * 35 = 110 with variance 1 + 4.
+    rescaled = Measurement(("a",), [40.0, 35.0], 1.0, sp.diags([1.0, 0.5]).tocsr())
+    assert rescaled.total_estimate() == pytest.approx((110.0, 5.0))
+    assert minimum_variance_total([rescaled]) == pytest.approx(110.0)
     assert minimum_variance_total(ms[2:]) is None
     dom = Domain(["a", "b"], [2, 4])
     model, _ = mirror_descent(dom, ms, iters=5)

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator
+from scipy.sparse.linalg import LinearOperator, lsqr
 
 from ..domain import Domain
 from ..marginals import maximal_cliques
 from .inference import assemble_potentials, belief_propagation
-from .junction_tree import JunctionTree, broadcast_shape
+from .junction_tree import JunctionTree, broadcast_shape, reduce_axes
 from .model import GraphicalModel
 
 __all__ = ["Measurement", "mirror_descent", "minimum_variance_total", "EstimationInfo"]
@@ -102,28 +102,40 @@ class Measurement:
         sq = q.multiply(q).sum(axis=0) if sp.issparse(q) else np.sum(q * q, axis=0)
         return float(np.max(sq))
 
-    def total_query(self) -> bool:
-        """Whether ``Σ_j (Q μ)_j`` equals ``Σ μ`` (every cell counted exactly once), so the answers estimate the total."""
+    def total_estimate(self) -> tuple[float, float] | None:
+        """An unbiased estimate of the record count from this measurement, and its variance.
+
+        When some weights ``a`` satisfy ``Qᵀa = 1`` (every cell of the marginal
+        is recovered exactly once: the marginal itself, a partition of its
+        cells, rescaled cells), ``aᵀy`` estimates ``Σ μ`` with variance
+        ``σ²‖a‖²``; otherwise ``None``.
+        """
         if self.query is None:
-            return True
-        ones = np.ones(self.values.size)
-        colsum = self.adjoint(ones)
-        return bool(np.allclose(colsum, 1.0))
+            return float(self.values.sum()), self.sigma**2 * self.n_answers
+        ones = np.ones(self.query.shape[1])
+        if isinstance(self.query, np.ndarray):
+            a = np.linalg.lstsq(self.query.T, ones, rcond=None)[0]
+        else:
+            a = lsqr(self.query.T if sp.issparse(self.query) else self.query.H, ones, atol=1e-12, btol=1e-12)[0]
+        if not np.allclose(self.adjoint(a), ones, atol=1e-8):
+            return None
+        return float(a @ self.values), self.sigma**2 * float(a @ a)
 
 
 def minimum_variance_total(measurements: Iterable[Measurement]) -> float | None:
     """Minimum-variance unbiased estimate of the record count from the measurements.
 
-    Each measurement whose answers partition the records gives an unbiased
-    estimate ``T_i = Σ y_i`` with variance ``v_i = σ_i² · len(y_i)``; they are
-    combined as ``Σ (T_i / v_i) / Σ (1 / v_i)``.  Returns ``None`` when no
-    measurement qualifies.
+    Each measurement that determines the total (see
+    :meth:`Measurement.total_estimate`) gives an unbiased estimate ``T_i`` with
+    variance ``v_i``; they are combined as ``Σ (T_i / v_i) / Σ (1 / v_i)``.
+    Returns ``None`` when no measurement qualifies.
     """
     num = den = 0.0
     for m in measurements:
-        if m.total_query():
-            v = m.sigma**2 * m.n_answers
-            num += m.values.sum() / v
+        est = m.total_estimate()
+        if est is not None:
+            t, v = est
+            num += t / v
             den += 1.0 / v
     return num / den if den > 0 else None
 
@@ -249,11 +261,16 @@ def mirror_descent(
     # goes to one model clique (which lives in one junction-tree clique).
     measured = list(dict.fromkeys(m.clique for m in measurements))
     owner = {c: next(mc for mc in model_cliques if set(c) <= set(mc)) for c in measured}
+    # Each measured clique's marginal is summed out of the smallest table already
+    # at hand: its junction-tree clique, or a larger measured clique read before it.
     reads = {}
-    for c in measured:
+    for c in sorted(measured, key=lambda c: -domain.size(c)):
         h = jt.clique_containing(c)
-        axes = tuple(i for i, a in enumerate(jt.cliques[h]) if a not in c)
-        reads[c] = (h, axes)
+        source, src_attrs = ("table", h), jt.cliques[h]
+        for done in reads:
+            if set(c) < set(done) and domain.size(done) < domain.size(src_attrs):
+                source, src_attrs = ("measured", done), done
+        reads[c] = (source, tuple(i for i, a in enumerate(src_attrs) if a not in c))
     groups: dict[tuple, list[Measurement]] = {c: [] for c in measured}
     for m in measurements:
         groups[m.clique].append(m)
@@ -269,9 +286,12 @@ def mirror_descent(
 
     def loss_and_grad(marginals):
         loss, grads, mus = 0.0, {}, {}
+        tables = {}
+        for c, ((kind, src), axes) in reads.items():  # largest first
+            base = marginals[src] if kind == "table" else tables[src]
+            tables[c] = reduce_axes(base, axes)
         for c in measured:
-            h, axes = reads[c]
-            mu = (marginals[h].sum(axis=axes) if axes else marginals[h]).ravel()
+            mu = tables[c].ravel()
             g = None
             for m in groups[c]:
                 r = m.apply(mu) - m.values

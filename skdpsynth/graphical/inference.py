@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from ..domain import Domain
-from .junction_tree import JunctionTree, broadcast_shape, sum_out
+from .junction_tree import JunctionTree, broadcast_shape, reduce_axes
 
 __all__ = ["belief_propagation", "assemble_potentials", "variable_elimination"]
 
@@ -78,7 +78,7 @@ def belief_propagation(
         own_axes, _, _, in_parent = plan[i]
         belief = up[i]
         shift = belief.max()
-        sums = np.exp(belief - shift).sum(axis=own_axes) if own_axes else np.exp(belief - shift)
+        sums = reduce_axes(np.exp(belief - shift), own_axes)
         msg = np.log(np.maximum(sums, _TINY))
         msg += shift
         msg_up[i] = msg.reshape(in_parent)
@@ -96,7 +96,7 @@ def belief_propagation(
             log_partition = float(np.log(z) + shift)
         for c in jt.children[i]:
             _, in_child, parent_axes, _ = plan[c]
-            sums = probs.sum(axis=parent_axes) if parent_axes else probs
+            sums = reduce_axes(probs, parent_axes)
             # Divide out what the child sent up (subtract, in log space).
             msg = np.log(np.maximum(sums, _TINY)).reshape(in_child)
             msg += shift

@@ -141,6 +141,13 @@ class AIMSynthesizer(BaseSynthesizer):
         sigma = np.sqrt(rounds / (2 * 0.9 * rho))
         epsilon = np.sqrt(8 * 0.1 * rho / rounds)
         one_way = [c for c in candidates if len(c) == 1]
+        if len(one_way) >= rounds:
+            # Each 1-way marginal costs one round's measurement budget (0.9 ρ / rounds):
+            # with this few rounds they would use up the whole budget before any selection.
+            raise ValueError(
+                f"rounds={rounds} is too small for {len(one_way)} one-way marginals; AIM needs more rounds "
+                f"than one-way marginals (default 16 per attribute = {16 * len(domain)})."
+            )
         measurements = measure_marginals(codes, domain, one_way, sigma, rng, ledger, label="1-way marginal")
         rho_used = len(one_way) * 0.5 / sigma**2
         model, _ = mirror_descent(domain, measurements, iters=self.max_iters, tol=self.tol)

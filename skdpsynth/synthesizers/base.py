@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
@@ -39,7 +40,7 @@ __all__ = ["BaseSynthesizer"]
 class _Column:
     """How one column's values map to codes ``0 .. size - 1`` and back."""
 
-    name: str
+    name: object
     size: int
     kind: str  # "categorical": pandas Categorical; "values": raw labels; "codes": integers as they are
     categories: pd.Index | None
@@ -48,8 +49,7 @@ class _Column:
     def encode(self, values: pd.Series) -> np.ndarray:
         if self.kind == "codes":
             return values.to_numpy()
-        cat = pd.Categorical(values, categories=self.categories)
-        codes = np.asarray(cat.codes)
+        codes = self.categories.get_indexer(values)
         if (codes < 0).any():
             bad = pd.unique(values[(codes < 0) & values.notna().to_numpy()])[:5]
             what = f"values {list(bad)} not in" if len(bad) else "missing values, not among"
@@ -83,18 +83,18 @@ def _resolve_columns(frame: pd.DataFrame, domain) -> list[_Column]:
                     raise ValueError(f"domain[{name!r}] must be a positive size, got {spec}.")
                 if isinstance(col.dtype, pd.CategoricalDtype):
                     raise ValueError(f"Column {name!r} is categorical; give its categories, not a size, in domain.")
-                columns.append(_Column(str(name), int(spec), "codes", None, col.dtype))
+                columns.append(_Column(name, int(spec), "codes", None, col.dtype))
             else:
                 cats = pd.Index(list(spec))
                 if cats.has_duplicates or len(cats) == 0:
                     raise ValueError(f"domain[{name!r}] must be a non-empty list of distinct categories.")
                 kind = "categorical" if isinstance(col.dtype, pd.CategoricalDtype) else "values"
                 dtype = pd.CategoricalDtype(cats, ordered=getattr(col.dtype, "ordered", False)) if kind == "categorical" else col.dtype
-                columns.append(_Column(str(name), len(cats), kind, cats, dtype))
+                columns.append(_Column(name, len(cats), kind, cats, dtype))
         elif isinstance(col.dtype, pd.CategoricalDtype):
             if len(col.dtype.categories) == 0:
                 raise ValueError(f"Column {name!r} is categorical with no categories.")
-            columns.append(_Column(str(name), len(col.dtype.categories), "categorical", col.dtype.categories, col.dtype))
+            columns.append(_Column(name, len(col.dtype.categories), "categorical", col.dtype.categories, col.dtype))
         else:
             leaked.append(str(name))
             if col.dtype.kind == "f":
@@ -107,14 +107,14 @@ def _resolve_columns(frame: pd.DataFrame, domain) -> list[_Column]:
             if col.dtype.kind in "iu":
                 if len(col) and col.min() < 0:
                     raise ValueError(f"Column {name!r} has negative integers; give its categories in domain=.")
-                columns.append(_Column(str(name), int(col.max()) + 1 if len(col) else 1, "codes", None, col.dtype))
+                columns.append(_Column(name, int(col.max()) + 1 if len(col) else 1, "codes", None, col.dtype))
             else:
                 cats = pd.Index(pd.unique(col.dropna()))
                 try:
                     cats = cats.sort_values()
                 except TypeError:
                     pass
-                columns.append(_Column(str(name), max(len(cats), 1), "values", cats, col.dtype))
+                columns.append(_Column(name, max(len(cats), 1), "values", cats, col.dtype))
     if leaked:
         warn_privacy_leak(
             f"The domain of columns {leaked} was read from the private data (their value sets, or the largest "
@@ -148,6 +148,13 @@ class BaseSynthesizer(BaseEstimator):
     feature_names_in_ : ndarray of str
         Column names seen in :meth:`fit` (the target last when ``y`` was given).
     """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Columns are categories (codes or labels), never continuous features.
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        return tags
 
     # zCDP by default; pure-epsilon methods override _privacy_budget.
     def _privacy_budget(self) -> dict:
@@ -186,8 +193,11 @@ class BaseSynthesizer(BaseEstimator):
         rng = check_random_state(self.random_state)
         ledger = PrivacyLedger()
         self._columns = columns
-        self.feature_names_in_ = np.asarray([c.name for c in columns], dtype=object)
-        self.n_features_in_ = len(columns)
+        # sklearn's meaning: the columns of X (a target given as y is synthesized too, but is not a feature).
+        n_features = len(columns) - (y is not None)
+        self.n_features_in_ = n_features
+        if all(isinstance(c.name, str) for c in columns[:n_features]):
+            self.feature_names_in_ = np.asarray([c.name for c in columns[:n_features]], dtype=object)
         self.domain_ = domain
         self._fit_codes(codes, domain, ledger, rng, **budget, **fit_params)
         del codes, coded, frame  # nothing below may look at the data
@@ -208,26 +218,28 @@ class BaseSynthesizer(BaseEstimator):
 
     @staticmethod
     def _as_frame(X, y) -> pd.DataFrame:
+        if sp.issparse(X):
+            raise TypeError("Sparse input is not supported: a synthesizer needs the table of records; pass a DataFrame.")
         if isinstance(X, pd.DataFrame):
             frame = X
         else:
             arr = np.asarray(X)
             if arr.ndim != 2:
                 raise ValueError(f"Expected a 2-D table, got an array of shape {arr.shape}.")
-            frame = pd.DataFrame(arr, columns=[f"x{j}" for j in range(arr.shape[1])])
+            frame = pd.DataFrame(arr, columns=[f"x{j}" for j in range(arr.shape[1])])  # sklearn's naming
         if frame.shape[1] == 0:
             raise ValueError("The table has no columns.")
         if frame.columns.has_duplicates:
             raise ValueError("The table has duplicate column names.")
         if y is not None:
-            name = getattr(y, "name", None) or "target"
+            y = y.copy() if isinstance(y, pd.Series) else pd.Series(np.asarray(y))
+            if y.ndim != 1 or len(y) != len(frame):
+                raise ValueError(f"X has {len(frame)} rows but y has shape {np.shape(y)}; y must be 1-D.")
+            name = y.name if y.name is not None else "target"
             if name in frame.columns:
                 raise ValueError(f"y is named {name!r} but X already has such a column.")
-            y = pd.Series(np.asarray(y) if not isinstance(y, pd.Series) else y.to_numpy(), name=name, index=frame.index)
-            if len(y) != len(frame):
-                raise ValueError(f"X has {len(frame)} rows but y has {len(y)}.")
-            frame = pd.concat([frame, y.to_frame()], axis=1)
-        frame.columns = [str(c) for c in frame.columns]
+            y.name, y.index = name, frame.index
+            frame = pd.concat([frame, y.to_frame()], axis=1)  # a new frame: the caller's X is untouched
         return frame
 
     # -- sample -------------------------------------------------------------

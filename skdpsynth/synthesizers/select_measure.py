@@ -51,7 +51,7 @@ def measure_marginals(
         s = sigma / wi
         y = gaussian_mechanism(
             marginal(codes, domain, clique).ravel(), sigma=s, random_state=rng, ledger=ledger,
-            description=f"{label} {' x '.join(clique)}",
+            description=f"{label} {' x '.join(map(str, clique))}",
         )
         out.append(Measurement(clique, y, s))
     return out

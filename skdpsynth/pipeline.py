@@ -1,0 +1,346 @@
+"""Meta-estimators that put a synthesizer in front of ordinary scikit-learn models.
+
+* :class:`TrainOnSynthetic` — fit a synthesizer on ``(X, y)``, train a
+  classifier or regressor on its synthetic records only, predict on real data.
+* ``SynthesisPipeline`` — DP preprocessing steps followed by a synthesizer
+  (added by a later issue, at the end of this module).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from copy import deepcopy
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from .domain import Domain
+
+try:  # public since scikit-learn 1.6
+    from sklearn.utils import get_tags
+except ImportError:  # pragma: no cover - older scikit-learn reads ``_estimator_type``
+    get_tags = None
+
+__all__ = ["TrainOnSynthetic"]
+
+
+def _estimator_has(attr: str):
+    """``available_if`` check: the fitted estimator (or, before fit, the given one) has ``attr``."""
+
+    def check(self) -> bool:
+        getattr(self.estimator_ if hasattr(self, "estimator_") else self.estimator, attr)
+        return True
+
+    return check
+
+
+class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
+    """Train an estimator on differentially private synthetic data only.
+
+    ``fit(X, y)`` fits a clone of ``synthesizer`` on the table ``X`` with
+    ``y`` as its last column (through the synthesizer's own ``fit(X, y)``),
+    draws ``n_samples`` synthetic records, splits the synthetic target off
+    and fits a clone of ``estimator`` on the synthetic records alone.
+    ``predict``, ``predict_proba``, ``predict_log_proba``,
+    ``decision_function`` and ``score`` are the fitted estimator's, applied to
+    real data; each exists only when ``estimator`` has it.  The meta-estimator
+    is a classifier or a regressor as ``estimator`` is (scikit-learn tags are
+    delegated), so ``cross_val_score`` stratifies for classifiers and uses the
+    estimator's default score.
+
+    The real records reach the fitted model only through the synthesizer, so
+    the fitted estimator and its predictions are differentially private with
+    the synthesizer's guarantee (post-processing), provided its domain is
+    public metadata.
+
+    Parameters
+    ----------
+    synthesizer : BaseSynthesizer
+        An unfitted synthesizer, e.g. :class:`~skdpsynth.MSTSynthesizer`.  It is
+        cloned; tune it with ``synthesizer__<param>`` (e.g. in a grid search).
+    estimator : sklearn estimator
+        A classifier or regressor, cloned and fitted on the synthetic records.
+        Tune it with ``estimator__<param>``.
+    n_samples : int, optional
+        Number of synthetic records to train on.  Default: the synthesizer's
+        noisy (DP) record count ``n_records_``, rounded.
+    random_state : None, int or numpy.random.Generator
+        Seed of the synthetic draw (``synthesizer_.sample``).  ``None``
+        continues the synthesizer's own stream, seeded by its ``random_state``.
+        The noise of the synthesizer's fit is set by ``synthesizer.random_state``.
+
+    Attributes
+    ----------
+    synthesizer_ : BaseSynthesizer
+        The fitted clone of ``synthesizer``.
+    estimator_ : estimator
+        The clone of ``estimator`` fitted on the synthetic records.
+    synthetic_data_ : pandas.DataFrame
+        The synthetic records ``estimator_`` was trained on, as
+        ``synthesizer_.sample`` returned them (columns named as in
+        ``synthesizer_.feature_names_in_``), the target last and in ``y``'s
+        dtype.  Kept for inspection
+        (it is DP output, safe to keep or release; it takes ``n_samples x
+        (n_features + 1)`` values of memory: ``del model.synthetic_data_`` if
+        it is not needed, prediction does not use it).
+    classes_ : ndarray
+        The class labels ``estimator_`` knows (classifiers only): values of the
+        real label type, but only those the synthetic target produced.
+    privacy_ledger_ : PrivacyLedger
+        The synthesizer's ledger: what this fit spent.
+    n_features_in_ : int
+        Number of columns of ``X`` (the target not counted).
+    feature_names_in_ : ndarray of str
+        Column names of ``X``, when ``X`` is a DataFrame with string column names.
+
+    See Also
+    --------
+    skdpsynth.metrics.tstr_score : train-on-synthetic-test-on-real for a given synthetic table.
+    skdpsynth.metrics.tstr_scorer : a scorer that tunes a synthesizer by TSTR.
+
+    Notes
+    -----
+    **The target's domain must be public.**  ``y`` is synthesized with ``X``,
+    so its set of labels is part of the domain, and reading it from ``y``
+    would not be differentially private (and could leave a label out).  Give
+    it either in the synthesizer's ``domain=`` under ``y``'s name
+    (``y.name``, or ``"target"`` when ``y`` has no name), as a number of
+    integer codes or a list of labels, or pass ``y`` as a pandas categorical
+    (its categories are then the domain).  Otherwise :meth:`fit` raises a
+    ``ValueError`` before spending anything.  The synthetic target is
+    converted back to ``y``'s type and dtype, so predictions are real label
+    values and compare directly with real labels.
+
+    **Every fit spends the synthesizer's privacy budget again**, on the data it
+    is given.  Cross-validation and grid searches refit, so they multiply the
+    cost: ``cross_val_score(model, X, y, cv=k)`` is ``k`` fits, and
+    ``GridSearchCV(model, grid, cv=k)`` is ``k x n_candidates`` fits, plus one
+    refit on all of ``X``.  In zCDP the costs add up: with the same budget
+    ``rho`` for every candidate a search costs ``(k * n_candidates + 1) * rho``;
+    for a grid over ``synthesizer__epsilon`` (one ``delta``)::
+
+        from skdpsynth.privacy import cdp_epsilon, cdp_rho
+        per_candidate = [cdp_rho(p["synthesizer__epsilon"], delta) for p in search.cv_results_["params"]]
+        total_rho = search.n_splits_ * sum(per_candidate) + search.best_estimator_.privacy_ledger_.total_rho()
+        cdp_epsilon(total_rho, delta)  # the fits of the whole search, as (epsilon, delta)-DP
+
+    The search itself is outside this accounting: the folds are chosen from
+    the data (``StratifiedKFold`` reads the labels) and the validation scores,
+    hence ``best_params_``, are computed on real held-out records in the
+    clear.  Treat cross-validation and grid search on private data as
+    non-private evaluation; select hyper-parameters on public or separate data
+    when the selection or the refitted model is to be released.
+
+    The synthetic target may lack a class of the real data (rare classes, low
+    epsilon): ``classes_`` and ``predict_proba``'s columns are then those the
+    estimator saw, and an estimator that needs two classes fails to fit when
+    the synthetic target has only one.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from skdpsynth import MSTSynthesizer
+    >>> from skdpsynth.datasets import load_adult
+    >>> from skdpsynth.pipeline import TrainOnSynthetic
+    >>> adult = load_adult()
+    >>> data = adult.frame.sample(4000, random_state=0)
+    >>> features, target = ["education-num", "marital-status", "sex"], adult.target_name
+    >>> X, y = data[features].iloc[:3000], data[target].iloc[:3000]
+    >>> X_test, y_test = data[features].iloc[3000:], data[target].iloc[3000:]
+    >>> domain = adult.domain.project([*features, target]).to_dict()  # public, target included
+    >>> model = TrainOnSynthetic(
+    ...     MSTSynthesizer(epsilon=1.0, domain=domain, random_state=0),
+    ...     LogisticRegression(max_iter=1000),
+    ... ).fit(X, y)
+    >>> model.classes_.tolist()  # real label values
+    [0, 1]
+    >>> accuracy = model.score(X_test, y_test)  # on real held-out records
+    >>> bool(accuracy > (y_test == 0).mean())  # better than always predicting the majority class
+    True
+    >>> round(model.privacy_ledger_.total_rho() / model.synthesizer_.rho_, 6)  # one budget spent
+    1.0
+
+    Each fit spends the budget again, so a 3-fold cross-validation costs three
+    budgets; total it from the fitted copies:
+
+    >>> from sklearn.model_selection import cross_validate
+    >>> from skdpsynth.privacy import cdp_epsilon
+    >>> cv = cross_validate(model, X, y, cv=3, return_estimator=True)
+    >>> total_rho = sum(m.privacy_ledger_.total_rho() for m in cv["estimator"])
+    >>> round(total_rho / model.synthesizer_.rho_, 6)
+    3.0
+    >>> round(cdp_epsilon(total_rho, 1e-9), 2)  # the three fits together, as (epsilon, 1e-9)-DP
+    1.78
+    """
+
+    def __init__(self, synthesizer, estimator, *, n_samples=None, random_state=None):
+        self.synthesizer = synthesizer
+        self.estimator = estimator
+        self.n_samples = n_samples
+        self.random_state = random_state
+
+    # -- estimator type ------------------------------------------------------
+    @property
+    def _estimator_type(self):
+        """The estimator's type ("classifier", "regressor", ...), for scikit-learn < 1.6."""
+        if get_tags is not None:
+            return get_tags(self.estimator).estimator_type
+        return getattr(self.estimator, "_estimator_type", None)  # pragma: no cover
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        # X goes to the synthesizer: discrete columns (codes, categories, labels), dense only.
+        tags.input_tags.categorical = True
+        tags.input_tags.sparse = False
+        tags.input_tags.allow_nan = False
+        try:
+            inner = get_tags(self.estimator)
+        except (AttributeError, TypeError, ValueError):  # not an estimator: fit will fail clearly
+            return tags
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = deepcopy(inner.classifier_tags)
+        tags.regressor_tags = deepcopy(inner.regressor_tags)
+        tags.target_tags.multi_output = False  # the target is one synthesized column
+        return tags
+
+    # -- fit -----------------------------------------------------------------
+    def fit(self, X, y):
+        """Fit the synthesizer on ``(X, y)`` and the estimator on its synthetic records.
+
+        Spends the synthesizer's privacy budget once (again at every call).
+
+        Parameters
+        ----------
+        X : pandas.DataFrame or 2-D array of shape (n_records, n_features)
+            Discrete features, as the synthesizer accepts them.
+        y : array-like of shape (n_records,)
+            The target.  Its domain must be public: declared in the
+            synthesizer's ``domain=`` under ``y``'s name (``"target"`` if
+            unnamed), or given by a pandas ``CategoricalDtype``.
+
+        Returns
+        -------
+        self
+        """
+        y = self._check_target(y)
+        n_samples = self.n_samples
+        if n_samples is not None and not (isinstance(n_samples, (int, np.integer)) and n_samples >= 1):
+            raise ValueError(f"n_samples must be a positive integer or None, got {n_samples!r}.")
+        synthesizer = self._target_ready_synthesizer(y)
+
+        synthesizer.fit(X, y)
+        synthetic = synthesizer.sample(n_samples, random_state=self.random_state)
+        target = synthetic.columns[-1]  # the synthesizer appends y as its last column
+        X_syn = synthetic.drop(columns=[target])
+        y_syn = _like_target(synthetic[target], y)
+        synthetic[target] = y_syn.array if isinstance(y_syn, pd.Series) else y_syn
+        if isinstance(X, pd.DataFrame):
+            X_syn.columns = X.columns
+        else:
+            X_syn = X_syn.to_numpy()  # the estimator sees what it will be given at predict time
+
+        self.synthesizer_ = synthesizer
+        self.estimator_ = clone(self.estimator).fit(X_syn, y_syn)
+        self.synthetic_data_ = synthetic
+        self.privacy_ledger_ = synthesizer.privacy_ledger_
+        self.n_features_in_ = synthesizer.n_features_in_
+        if isinstance(X, pd.DataFrame) and all(isinstance(c, str) for c in X.columns):
+            self.feature_names_in_ = np.asarray(list(X.columns), dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        if hasattr(self.estimator_, "classes_"):
+            self.classes_ = self.estimator_.classes_
+        elif hasattr(self, "classes_"):
+            del self.classes_
+        return self
+
+    @staticmethod
+    def _check_target(y):
+        if y is None:
+            raise ValueError("TrainOnSynthetic requires y to be passed, but the target y is None.")
+        if isinstance(y, pd.DataFrame):
+            if y.shape[1] != 1:
+                raise ValueError(f"y must be one column, got a DataFrame with {y.shape[1]} columns.")
+            y = y.iloc[:, 0]
+        if isinstance(y, pd.Categorical):
+            y = pd.Series(y)
+        if isinstance(y, pd.Series):
+            return y
+        y = np.asarray(y)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D (one target column), got an array of shape {y.shape}.")
+        return y
+
+    def _target_ready_synthesizer(self, y):
+        """A clone of the synthesizer that knows the target's public domain, or a clear error."""
+        synthesizer = clone(self.synthesizer)
+        name = str(getattr(y, "name", None) or "target")  # how BaseSynthesizer.fit names y
+        params = synthesizer.get_params(deep=False)
+        domain = params.get("domain")
+        if isinstance(domain, Mapping) and name in domain:
+            return synthesizer
+        if isinstance(getattr(y, "dtype", None), pd.CategoricalDtype):
+            if "domain" in params:
+                # The categories are public metadata; hand them to the clone's domain so
+                # that they are used whatever form y takes inside the synthesizer's fit.
+                given = domain.to_dict() if isinstance(domain, Domain) else dict(domain or {})
+                synthesizer.set_params(domain={**given, name: list(y.dtype.categories)})
+            return synthesizer
+        raise ValueError(
+            f"The domain of the target {name!r} is unknown: its labels would have to be read from y, which is "
+            "not differentially private. Declare it in the synthesizer's domain= under the name "
+            f"{name!r} (a number of integer codes or a list of labels, e.g. domain={{..., {name!r}: 2}}), "
+            "or pass y as a pandas categorical whose categories are the labels."
+        )
+
+    # -- delegation ----------------------------------------------------------
+    @available_if(_estimator_has("predict"))
+    def predict(self, X):
+        """Predictions of the estimator trained on synthetic data (real label values)."""
+        check_is_fitted(self)
+        return self.estimator_.predict(X)
+
+    @available_if(_estimator_has("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities, columns in the order of ``classes_``."""
+        check_is_fitted(self)
+        return self.estimator_.predict_proba(X)
+
+    @available_if(_estimator_has("predict_log_proba"))
+    def predict_log_proba(self, X):
+        """Log of the class probabilities, columns in the order of ``classes_``."""
+        check_is_fitted(self)
+        return self.estimator_.predict_log_proba(X)
+
+    @available_if(_estimator_has("decision_function"))
+    def decision_function(self, X):
+        """The estimator's decision function on ``X``."""
+        check_is_fitted(self)
+        return self.estimator_.decision_function(X)
+
+    @available_if(_estimator_has("score"))
+    def score(self, X, y, sample_weight=None):
+        """The estimator's default score on real ``(X, y)`` (accuracy, R², ...)."""
+        check_is_fitted(self)
+        if sample_weight is None:
+            return self.estimator_.score(X, y)
+        return self.estimator_.score(X, y, sample_weight=sample_weight)
+
+
+def _like_target(values: pd.Series, y):
+    """The synthetic target in the form and dtype of the real ``y``."""
+    if isinstance(y, pd.Series):
+        if isinstance(y.dtype, pd.CategoricalDtype):
+            return pd.Series(pd.Categorical(values, dtype=y.dtype), name=y.name)
+        return values.astype(y.dtype).rename(y.name)
+    return values.to_numpy().astype(y.dtype)
+
+
+# ---------------------------------------------------------------------------
+# SynthesisPipeline
+# ---------------------------------------------------------------------------
+# Reserved for ``SynthesisPipeline`` (DP preprocessing steps followed by a
+# synthesizer), added by a later issue: define it here and add it to __all__.
