@@ -3,7 +3,17 @@
 __version__ = "0.1.0.dev0"
 
 from .domain import Domain  # noqa: E402
+from .pipeline import TrainOnSynthetic  # noqa: E402
 from .privacy import PrivacyLedger, PrivacyLeakWarning  # noqa: E402
 from .synthesizers import AIMSynthesizer, BaseSynthesizer, MSTSynthesizer  # noqa: E402
 
-__all__ = ["AIMSynthesizer", "BaseSynthesizer", "Domain", "MSTSynthesizer", "PrivacyLedger", "PrivacyLeakWarning", "__version__"]
+__all__ = [
+    "AIMSynthesizer",
+    "BaseSynthesizer",
+    "Domain",
+    "MSTSynthesizer",
+    "PrivacyLedger",
+    "PrivacyLeakWarning",
+    "TrainOnSynthetic",
+    "__version__",
+]
