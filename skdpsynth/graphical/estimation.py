@@ -178,7 +178,7 @@ def mirror_descent(
     step_size: float | None = None,
     tol: float = 0.0,
     backtracking_steps: int = 25,
-    step_growth: float = 2.0,
+    step_growth: float = 1.05,
     callback: Callable[[int, float], None] | None = None,
 ) -> tuple[GraphicalModel, EstimationInfo]:
     """Fit a :class:`GraphicalModel` to noisy measurements (Private-PGM estimation).

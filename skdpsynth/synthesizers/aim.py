@@ -150,7 +150,7 @@ class AIMSynthesizer(BaseSynthesizer):
             )
         measurements = measure_marginals(codes, domain, one_way, sigma, rng, ledger, label="1-way marginal")
         rho_used = len(one_way) * 0.5 / sigma**2
-        model, _ = mirror_descent(domain, measurements, iters=self.max_iters, tol=self.tol)
+        model, info = mirror_descent(domain, measurements, iters=self.max_iters, tol=self.tol)
 
         self.selected_ = []
         size_cache: dict = {}
@@ -175,7 +175,9 @@ class AIMSynthesizer(BaseSynthesizer):
             ]
             measurements += measure_marginals(codes, domain, [chosen], sigma, rng, ledger)
             before = model.project(chosen).ravel()
-            model, info = mirror_descent(domain, measurements, potentials=model, iters=self.max_iters, tol=self.tol)
+            # Warm start: the previous potentials, and the step size the last estimate ended with.
+            model, info = mirror_descent(domain, measurements, potentials=model, iters=self.max_iters,
+                                         tol=self.tol, step_size=info.step_size)
             after = model.project(chosen).ravel()
             self.selected_.append(chosen)
             self._log(
@@ -185,6 +187,7 @@ class AIMSynthesizer(BaseSynthesizer):
             if not terminate and np.abs(after - before).sum() <= np.sqrt(2 / np.pi) * sigma * after.size:
                 sigma /= 2
                 epsilon *= 2
-        model, _ = mirror_descent(domain, measurements, potentials=model, iters=self.final_iters, tol=self.tol)
+        model, _ = mirror_descent(domain, measurements, potentials=model, iters=self.final_iters, tol=self.tol,
+                                  step_size=info.step_size)
         self.model_ = model
         self.n_records_ = model.total
