@@ -124,8 +124,7 @@ class AIMSynthesizer(BaseSynthesizer):
         self.verbose = verbose
 
     def _check_params(self) -> None:
-        if self.sampling not in ("round", "sample"):
-            raise ValueError(f"sampling must be 'round' or 'sample', got {self.sampling!r}.")
+        super()._check_params()
         if self.rounds is not None and not (isinstance(self.rounds, (int, np.integer)) and self.rounds >= 1):
             raise ValueError(f"rounds must be a positive integer or None, got {self.rounds!r}.")
         if not self.max_model_size > 0:

@@ -211,7 +211,14 @@ class BaseSynthesizer(BaseEstimator):
         return self
 
     def _check_params(self) -> None:
-        """Validate method-specific hyper-parameters (override)."""
+        """Validate hyper-parameters at fit (subclasses extend it, calling ``super()``)."""
+        sampling = getattr(self, "sampling", "round")
+        if sampling not in ("round", "sample"):
+            raise ValueError(f"sampling must be 'round' or 'sample', got {sampling!r}.")
+        for name in ("max_iters", "final_iters"):
+            value = getattr(self, name, 1)
+            if not (isinstance(value, (int, np.integer)) and value >= 1):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
 
     def _fit_codes(self, codes: np.ndarray, domain: Domain, ledger: PrivacyLedger, rng, **budget) -> None:
         raise NotImplementedError

@@ -156,12 +156,6 @@ class MSTSynthesizer(BaseSynthesizer):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self) -> None:
-        if self.sampling not in ("round", "sample"):
-            raise ValueError(f"sampling must be 'round' or 'sample', got {self.sampling!r}.")
-        if not (isinstance(self.max_iters, (int, np.integer)) and self.max_iters >= 1):
-            raise ValueError(f"max_iters must be a positive integer, got {self.max_iters!r}.")
-
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
         sigma = np.sqrt(3.0 / (2.0 * rho))
         one_way = [(a,) for a in domain]
