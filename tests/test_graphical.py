@@ -327,3 +327,18 @@ def test_zero_mass_conditionals_fall_back_to_uniform():
     for method in ("round", "sample"):
         data = model.synthetic_data(100, method=method, random_state=0)
         assert data.shape == (100, 2) and np.all(data[:, 0] == 0)
+
+
+def test_linear_operator_query_matches_matrix_query():
+    """A callable query (scipy LinearOperator: matvec and rmatvec) fits exactly like the same matrix."""
+    from scipy.sparse.linalg import aslinearoperator
+
+    dom, data, rng = small_problem(seed=6)
+    q = rng.integers(0, 2, size=(5, dom.size(("b", "c")))).astype(float)
+    y = q @ marginal(data, dom, ("b", "c")).ravel() + rng.normal(0, 4, 5)
+    base = noisy_measurements(dom, data, [("a", "b"), ("c", "d")], 5.0, rng)
+    with_matrix, _ = mirror_descent(dom, base + [Measurement(("b", "c"), y, 4.0, q)], known_total=2000.0, iters=300)
+    with_operator, _ = mirror_descent(
+        dom, base + [Measurement(("b", "c"), y, 4.0, aslinearoperator(q))], known_total=2000.0, iters=300
+    )
+    np.testing.assert_allclose(with_operator.project(["b", "c"]), with_matrix.project(["b", "c"]), rtol=1e-9)
