@@ -73,24 +73,42 @@ def belief_propagation(
     plan = jt.message_plan()
     up = list(log_potentials)  # becomes θ_C + messages from the children
     msg_up = [None] * n  # log-message clique i -> parent, shaped to broadcast in the parent
+    up_exp = [None] * n  # exp(up[i] - up_shift[i]), reused by the downward pass
+    up_shift = [0.0] * n
     # Upward pass: leaves first (reverse breadth-first order).
     for i in range(n - 1, 0, -1):
         own_axes, _, _, in_parent = plan[i]
         belief = up[i]
-        shift = belief.max()
-        sums = reduce_axes(np.exp(belief - shift), own_axes)
-        msg = np.log(np.maximum(sums, _TINY))
+        shift = float(belief.max())
+        probs = np.exp(belief - shift)
+        up_exp[i], up_shift[i] = probs, shift
+        msg = np.log(np.maximum(reduce_axes(probs, own_axes), _TINY))
         msg += shift
         msg_up[i] = msg.reshape(in_parent)
         p = jt.parent[i]
         up[p] = up[p] + msg_up[i]
-    # Downward pass: root first.  up[i] + message from the parent is clique i's full belief.
+    # Downward pass: root first.  A clique's full belief is up[i] + the message from its
+    # parent; its exponential is the upward one times the (small) message's exponential,
+    # which saves exponentiating the whole table a second time.
     marginals = [None] * n
+    msg_down = [None] * n
     log_partition = 0.0
     for i in range(n):
-        belief = up[i]
-        shift = belief.max()
-        probs = np.exp(belief - shift)
+        if i == 0:
+            shift = float(up[0].max())
+            probs = np.exp(up[0] - shift)
+        else:
+            m = msg_down[i]
+            m_max = float(m.max())
+            probs = up_exp[i]
+            probs *= np.exp(m - m_max)
+            shift = up_shift[i] + m_max
+            if probs.max() < 1e-200:
+                # The two maxima sit in different cells: redo it directly rather than lose precision.
+                full = up[i] + m
+                shift = float(full.max())
+                probs = np.exp(full - shift)
+            up_exp[i] = None
         z = probs.sum()
         if i == 0:
             log_partition = float(np.log(z) + shift)
@@ -101,7 +119,7 @@ def belief_propagation(
             msg = np.log(np.maximum(sums, _TINY)).reshape(in_child)
             msg += shift
             msg -= msg_up[c].reshape(in_child)
-            up[c] = up[c] + msg
+            msg_down[c] = msg
         probs *= total / z
         marginals[i] = probs
     return marginals, log_partition
