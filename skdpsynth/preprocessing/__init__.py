@@ -1,0 +1,14 @@
+"""DP-preserving preprocessing: scikit-learn transformers that turn raw columns into public domains.
+
+- :class:`DPKBinsDiscretizer` — numeric columns to bins, with public bounds (free), DP bounds or DP quantiles
+  (charged in ``privacy_ledger_``), or bounds read from the data with a ``PrivacyLeakWarning``.
+- :class:`DPCategoricalEncoder` — categorical columns to a public category list (free), DP category discovery
+  (thresholded noisy counts, needs δ > 0), or categories read from the data with a ``PrivacyLeakWarning``.
+
+Both output pandas ``Categorical`` columns carrying the full category list, which is how the synthesizers read
+their domain.
+"""
+from .discretizer import DPKBinsDiscretizer
+from .encoder import DPCategoricalEncoder
+
+__all__ = ["DPCategoricalEncoder", "DPKBinsDiscretizer"]

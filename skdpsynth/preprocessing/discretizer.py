@@ -1,0 +1,561 @@
+"""Differentially private binning of numeric columns into public, categorical bins.
+
+:class:`DPKBinsDiscretizer` turns numeric columns into pandas ``Categorical``
+columns whose categories (the full list of bins, empty ones included) are
+public, so a synthesizer reads each column's domain from its dtype without
+touching the data again.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
+from ..utils import check_random_state
+
+__all__ = ["DPKBinsDiscretizer"]
+
+# Magnitude buckets of the DP range estimate: |x| in (2^(k-1), 2^k] for k in
+# _K_MIN.._K_MAX (|x| <= 2^_K_MIN goes to k = _K_MIN, |x| > 2^(_K_MAX - 1) to k = _K_MAX).
+_K_MIN, _K_MAX = -64, 64
+_MAGNITUDES = np.arange(_K_MIN, _K_MAX + 1)
+_N_BUCKETS = 2 * _MAGNITUDES.size + 1  # negative buckets, the zero bucket, positive buckets
+# Probability that at least one bucket with true count 0 passes the threshold.
+_BOUNDS_FAILURE_PROBABILITY = 0.01
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (numbers.Real, np.number)) and not isinstance(value, (bool, np.bool_))
+
+
+def _widen(lower: float, upper: float) -> tuple[float, float]:
+    """A degenerate range [v, v] becomes [v - 0.5, v + 0.5]; others are returned as they are."""
+    if lower == upper:
+        return lower - 0.5, upper + 0.5
+    return lower, upper
+
+
+def _bounds_threshold(epsilon: float) -> float:
+    """Noisy-count threshold t with P(some empty bucket passes) <= _BOUNDS_FAILURE_PROBABILITY.
+
+    One empty bucket passes with P(Laplace(1/ε) > t) = exp(-ε t) / 2; a union bound
+    over all buckets gives t = ln(B / (2 β)) / ε.
+    """
+    return math.log(_N_BUCKETS / (2.0 * _BOUNDS_FAILURE_PROBABILITY)) / epsilon
+
+
+def _bucket_edges() -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper end of every bucket, in increasing order of the values they hold."""
+    mags = 2.0 ** _MAGNITUDES
+    halves = 2.0 ** (_MAGNITUDES - 1)
+    # Negative buckets from the most negative: [-2^k, -2^(k-1)) for k = K_MAX .. K_MIN.
+    neg_lo, neg_hi = -mags[::-1], -halves[::-1]
+    lows = np.concatenate([neg_lo, [0.0], halves])
+    highs = np.concatenate([neg_hi, [0.0], mags])
+    return lows, highs
+
+
+def _bucket_index(values: np.ndarray) -> np.ndarray:
+    """Bucket of each finite value (see :func:`_bucket_edges` for the order)."""
+    n_mag = _MAGNITUDES.size
+    idx = np.full(values.shape, n_mag, dtype=np.intp)  # the zero bucket
+    nonzero = values != 0
+    with np.errstate(divide="ignore"):
+        k = np.ceil(np.log2(np.abs(values[nonzero])))
+    k = np.clip(k, _K_MIN, _K_MAX).astype(np.intp) - _K_MIN  # 0 .. n_mag - 1
+    positive = values[nonzero] > 0
+    idx[nonzero] = np.where(positive, n_mag + 1 + k, n_mag - 1 - k)
+    return idx
+
+
+def _dp_bounds(values: np.ndarray, epsilon: float, rng, ledger: PrivacyLedger, name) -> tuple[float, float]:
+    """ε-DP power-of-two bounds of ``values`` (see DPKBinsDiscretizer's docstring)."""
+    finite = values[np.isfinite(values)]
+    counts = np.bincount(_bucket_index(finite), minlength=_N_BUCKETS)
+    noisy = laplace_mechanism(
+        counts, epsilon=epsilon, sensitivity=1.0, random_state=rng, ledger=ledger,
+        description=f"bounds of column {name!r}: noisy histogram of sign(x)*2^k magnitude buckets",
+    )
+    passing = np.flatnonzero(noisy > _bounds_threshold(epsilon))
+    if passing.size == 0:
+        raise ValueError(
+            f"Could not estimate bounds for column {name!r} with epsilon={epsilon:.4g}: no magnitude "
+            f"bucket's noisy count exceeded the threshold {_bounds_threshold(epsilon):.3g}. Give public "
+            "bounds for it (bounds=...) or a larger epsilon."
+        )
+    lows, highs = _bucket_edges()
+    return _widen(float(lows[passing[0]]), float(highs[passing[-1]]))
+
+
+def _dp_quantile(sorted_clipped: np.ndarray, lower: float, upper: float, q: float, epsilon: float, rng) -> float:
+    """One ε-DP quantile by the exponential mechanism over [lower, upper] (Smith 2011)."""
+    n = sorted_clipped.size
+    points = np.concatenate([[lower], sorted_clipped, [upper]])
+    lengths = np.diff(points)  # interval i = [z_i, z_{i+1}] has i data points below it
+    utility = -np.abs(np.arange(n + 1) - q * n)
+    with np.errstate(divide="ignore"):
+        log_w = np.log(lengths) + 0.5 * epsilon * utility  # log(0) = -inf: never chosen
+    i = int(np.argmax(log_w + rng.gumbel(size=log_w.shape)))  # Gumbel-max = exact sample
+    return float(points[i] + rng.uniform() * lengths[i])
+
+
+def _separate(edges: np.ndarray, name) -> np.ndarray:
+    """Make edges strictly increasing by moving tied interior edges by the smallest float step."""
+    edges = edges.copy()
+    k = edges.size - 1
+    for i in range(1, k):
+        if edges[i] <= edges[i - 1]:
+            edges[i] = np.nextafter(edges[i - 1], np.inf)
+    for i in range(k - 1, 0, -1):
+        if edges[i] >= edges[i + 1]:
+            edges[i] = np.nextafter(edges[i + 1], -np.inf)
+    if not np.all(np.diff(edges) > 0):
+        raise ValueError(
+            f"The range of column {name!r} [{edges[0]!r}, {edges[-1]!r}] is too narrow to hold "
+            f"{k} distinct bins in floating point; use fewer bins or wider bounds."
+        )
+    return edges
+
+
+class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
+    """Bin numeric columns into k public bins, with differentially private edges.
+
+    Each column becomes a pandas ``Categorical`` whose categories are all of its
+    k bins (empty ones too), so downstream synthesizers read the column's
+    public domain from the dtype. Neighbouring datasets differ by adding or
+    removing one record; all mechanisms here are pure ε-DP.
+
+    Parameters
+    ----------
+    n_bins : int or dict, default=10
+        Number of bins k >= 1, for every column or as ``{column: k}`` (then
+        every column must be listed).
+    strategy : {"uniform", "quantile"}, default="uniform"
+        ``"uniform"``: k equal-width bins between the bounds. ``"quantile"``:
+        equal-frequency bins whose k - 1 interior edges are DP quantiles.
+    bounds : None, (lower, upper) or dict, default=None
+        Public bounds, for all columns or as ``{column: (lower, upper)}``
+        (columns missing from the dict have no public bounds). They must be
+        finite with ``lower < upper``. Public bounds cost no privacy budget.
+    epsilon : float or None, default=None
+        Total pure-ε budget of the fit. It is split evenly over the columns
+        that need DP work (no public bounds, or ``strategy="quantile"`` with
+        k >= 2); within a column that needs both bounds and quantiles,
+        ``bounds_epsilon_fraction`` of its share goes to the bounds and the
+        rest is split evenly over its k - 1 quantiles. If no column needs DP
+        work, nothing is spent (the budget is simply not used). With
+        ``epsilon=None``, missing bounds are the data's finite min and max and
+        quantile edges are the empirical quantiles: this reads the private
+        data without DP, and one :class:`~skdpsynth.privacy.PrivacyLeakWarning`
+        naming those columns is issued.
+    bounds_epsilon_fraction : float, default=0.5
+        Share, in (0, 1), of a column's budget spent on its bounds when it
+        needs both bounds and quantiles.
+    output : {"interval", "code"}, default="interval"
+        Categories of the output: ``pd.IntervalIndex.from_breaks(edges,
+        closed="left")`` (ordered), or the integers 0 .. k - 1 (ordered).
+    random_state : None, int, numpy.random.Generator, ...
+        Source of the DP noise and of :meth:`inverse_transform`'s draws (see there).
+
+    Attributes
+    ----------
+    bin_edges_ : dict
+        Column -> strictly increasing ndarray of k + 1 edges; the first and
+        last are the column's bounds.
+    n_bins_ : dict
+        Column -> k.
+    bounds_ : dict
+        Column -> (lower, upper) used (public, DP-estimated or inferred).
+    privacy_ledger_ : PrivacyLedger
+        One pure-ε entry per release; empty when nothing needed DP.
+    feature_names_in_ : ndarray of object
+        Column names (``x0, x1, ...`` for array input).
+    n_features_in_ : int
+    dtypes_ : dict
+        Column -> original dtype (restored by :meth:`inverse_transform`).
+
+    Notes
+    -----
+    **DP bounds** (columns without public bounds, ``epsilon`` given). In the
+    style of "approx_bounds": every finite value goes to a bucket by sign and
+    magnitude, ``sign(x) * 2^k`` with ``|x|`` in ``(2^(k-1), 2^k]`` for
+    k = -64 .. 64 (smaller magnitudes go to k = -64, larger to k = 64), plus
+    a bucket for 0: 259 buckets. Laplace noise of scale 1/ε is added to the
+    counts (L1 sensitivity 1 under add/remove, so ε-DP). A bucket passes when
+    its noisy count exceeds ``t = ln(259 / (2 * 0.01)) / ε`` (about 9.47/ε):
+    an empty bucket passes with probability ``exp(-ε t) / 2``, so with
+    probability at least 99% no empty bucket passes. The bounds are the lower
+    end of the lowest passing bucket and the upper end of the highest one
+    (powers of two, or 0); if no bucket passes a ``ValueError`` asks for
+    public bounds or more ε. ±inf values are left out of the histogram (they
+    are clipped at transform time).
+
+    **DP quantiles** (``strategy="quantile"``). For q = 1/k, ..., (k-1)/k in
+    turn, the exponential mechanism over [lower, upper] (Smith 2011): with
+    the data clipped to the bounds and sorted, z_0 = lower <= z_1 <= ... <=
+    z_n <= z_{n+1} = upper, interval i = [z_i, z_{i+1}] is chosen with
+    probability proportional to ``(z_{i+1} - z_i) * exp(ε_q * u_i / 2)``
+    with ``u_i = -|i - q n|`` (sensitivity 1 under add/remove), computed in
+    log space, and the edge is a uniform point in it. Each quantile costs
+    ε_q. The edges are then sorted (post-processing); tied edges (probability
+    zero for DP edges; possible for non-private quantiles of discrete data)
+    are kept and separated by the smallest float step, giving empty bins.
+
+    **Transform.** Bins are ``[e_i, e_{i+1})`` except the last, which is
+    closed ``[e_{k-1}, e_k]``. Values outside the bounds, including ±inf, are
+    clipped into the end bins. NaN raises a ``ValueError``: handle missing
+    values with a separate encoder step first.
+
+    **Single distinct value.** Bounds inferred from a column with one distinct
+    value v (or DP bounds where only the zero bucket passes) would be
+    degenerate; they are widened to [v - 0.5, v + 0.5].
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from skdpsynth.preprocessing.discretizer import DPKBinsDiscretizer
+    >>> X = pd.DataFrame({"age": [17, 25, 38, 52, 90]})
+    >>> disc = DPKBinsDiscretizer(n_bins=5, bounds=(17, 90), output="code").fit(X)
+    >>> disc.bin_edges_["age"].tolist()
+    [17.0, 31.6, 46.2, 60.8, 75.4, 90.0]
+    >>> disc.transform(X)["age"].tolist()
+    [0, 0, 1, 2, 4]
+    >>> len(disc.privacy_ledger_)
+    0
+    >>> disc.inverse_transform(disc.transform(X), method="midpoint")["age"].tolist()
+    [24, 24, 39, 54, 83]
+    """
+
+    def __init__(self, n_bins=10, *, strategy="uniform", bounds=None, epsilon=None,
+                 bounds_epsilon_fraction=0.5, output="interval", random_state=None):
+        self.n_bins = n_bins
+        self.strategy = strategy
+        self.bounds = bounds
+        self.epsilon = epsilon
+        self.bounds_epsilon_fraction = bounds_epsilon_fraction
+        self.output = output
+        self.random_state = random_state
+
+    # -- input handling ----------------------------------------------------
+    @staticmethod
+    def _as_frame(X, names=None) -> pd.DataFrame:
+        if isinstance(X, pd.DataFrame):
+            return X
+        if isinstance(X, pd.Series):
+            return X.to_frame()
+        arr = np.asarray(X)
+        if arr.ndim != 2:
+            raise ValueError(f"Expected a DataFrame or a 2-D array, got an array of shape {arr.shape}.")
+        if names is None or len(names) != arr.shape[1]:
+            names = [f"x{i}" for i in range(arr.shape[1])]
+        return pd.DataFrame(arr, columns=list(names))
+
+    @staticmethod
+    def _numeric_values(frame: pd.DataFrame, name) -> np.ndarray:
+        col = frame[name]
+        dtype = col.dtype
+        if (isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dtype)
+                or not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_complex_dtype(dtype)):
+            raise TypeError(
+                f"Column {name!r} has non-numeric dtype {dtype}; DPKBinsDiscretizer bins numeric "
+                "columns only. Encode categorical columns with a (DP) categorical encoder instead."
+            )
+        values = col.to_numpy(dtype=np.float64, na_value=np.nan)
+        if np.isnan(values).any():
+            raise ValueError(
+                f"Column {name!r} has missing values (NaN). DPKBinsDiscretizer does not handle them: "
+                "use a separate missing-value encoder step before it."
+            )
+        return values
+
+    def _per_column(self, columns):
+        # n_bins
+        if isinstance(self.n_bins, Mapping):
+            unknown = set(self.n_bins) - set(columns)
+            missing = [c for c in columns if c not in self.n_bins]
+            if unknown or missing:
+                raise ValueError(f"n_bins dict must name exactly the columns; unknown: "
+                                 f"{sorted(map(str, unknown))}, missing: {list(map(str, missing))}.")
+            n_bins = dict(self.n_bins)
+        else:
+            n_bins = {c: self.n_bins for c in columns}
+        for c, k in n_bins.items():
+            if not _is_int(k) or k < 1:
+                raise ValueError(f"n_bins for column {c!r} must be an integer >= 1, got {k!r}.")
+            n_bins[c] = int(k)
+        # bounds
+        if self.bounds is None:
+            given = {}
+        elif isinstance(self.bounds, Mapping):
+            unknown = set(self.bounds) - set(columns)
+            if unknown:
+                raise ValueError(f"bounds names columns that are not in the data: {sorted(map(str, unknown))}.")
+            given = dict(self.bounds)
+        else:
+            given = {c: self.bounds for c in columns}
+        bounds = {}
+        for c, b in given.items():
+            try:
+                lower, upper = b
+            except (TypeError, ValueError):
+                raise ValueError(f"bounds for column {c!r} must be a (lower, upper) pair, got {b!r}.") from None
+            if not (_is_number(lower) and _is_number(upper) and math.isfinite(lower)
+                    and math.isfinite(upper) and lower < upper):
+                raise ValueError(f"bounds for column {c!r} must be finite numbers with lower < upper, "
+                                 f"got {b!r}.")
+            bounds[c] = (float(lower), float(upper))
+        return n_bins, bounds
+
+    def _check_params(self):
+        if self.strategy not in ("uniform", "quantile"):
+            raise ValueError(f"strategy must be 'uniform' or 'quantile', got {self.strategy!r}.")
+        if self.output not in ("interval", "code"):
+            raise ValueError(f"output must be 'interval' or 'code', got {self.output!r}.")
+        eps = self.epsilon
+        if eps is not None and not (_is_number(eps) and math.isfinite(eps) and eps > 0):
+            raise ValueError(f"epsilon must be None or a finite number > 0, got {eps!r}.")
+        f = self.bounds_epsilon_fraction
+        if not (_is_number(f) and 0 < f < 1):
+            raise ValueError(f"bounds_epsilon_fraction must be in (0, 1), got {f!r}.")
+
+    # -- fit -----------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Choose the bin edges of every column, spending at most ``epsilon``.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame or 2-D numeric array
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        frame = self._as_frame(X)
+        if frame.shape[0] == 0 or frame.shape[1] == 0:
+            raise ValueError(f"DPKBinsDiscretizer needs at least one row and one column, got shape {frame.shape}.")
+        if frame.columns.has_duplicates:
+            raise ValueError("Column names must be unique.")
+        columns = list(frame.columns)
+        values = {c: self._numeric_values(frame, c) for c in columns}
+        n_bins, public = self._per_column(columns)
+        quantile = self.strategy == "quantile"
+        needs_bounds = [c for c in columns if c not in public]
+        needs_quantiles = [c for c in columns if quantile and n_bins[c] >= 2]
+        dp_columns = [c for c in columns if c in needs_bounds or c in needs_quantiles]
+        epsilon = None if self.epsilon is None else float(self.epsilon)
+        rng = check_random_state(self.random_state)
+        ledger = PrivacyLedger()
+
+        if epsilon is None and dp_columns:
+            parts = []
+            if needs_bounds:
+                parts.append(f"the bounds (min and max) of columns {list(map(str, needs_bounds))}")
+            if needs_quantiles:
+                parts.append(f"the quantile bin edges of columns {list(map(str, needs_quantiles))}")
+            warn_privacy_leak(
+                f"DPKBinsDiscretizer read {' and '.join(parts)} from the private data without "
+                "differential privacy. Give public bounds (bounds=...) or a privacy budget (epsilon=...).",
+                stacklevel=2,
+            )
+        share = epsilon / len(dp_columns) if (epsilon is not None and dp_columns) else None
+
+        bounds, edges = {}, {}
+        for c in columns:
+            x, k = values[c], n_bins[c]
+            both = c in needs_bounds and c in needs_quantiles
+            eps_bounds = None if share is None else (share * self.bounds_epsilon_fraction if both else share)
+            eps_quant = None if share is None else (share - eps_bounds if both else share)
+            if c in public:
+                lower, upper = public[c]
+            elif share is not None:
+                lower, upper = _dp_bounds(x, eps_bounds, rng, ledger, c)
+            else:
+                finite = x[np.isfinite(x)]
+                if finite.size == 0:
+                    raise ValueError(f"Column {c!r} has no finite values to infer bounds from; give bounds.")
+                lower, upper = _widen(float(finite.min()), float(finite.max()))
+            bounds[c] = (lower, upper)
+            if c in needs_quantiles:
+                clipped = np.sort(np.clip(x, lower, upper))
+                qs = np.arange(1, k) / k
+                if share is None:
+                    interior = np.quantile(clipped, qs)
+                else:
+                    eps_q = eps_quant / (k - 1)
+                    interior = []
+                    for q in qs:
+                        interior.append(_dp_quantile(clipped, lower, upper, q, eps_q, rng))
+                        ledger.add(f"quantile q={q:.6g} of column {c!r} (bin edge)", "exponential",
+                                   epsilon=eps_q, sensitivity=1.0, scale=eps_q, n_values=1)
+                e = np.concatenate([[lower], np.sort(np.asarray(interior, dtype=float)), [upper]])
+            else:
+                e = np.linspace(lower, upper, k + 1)
+                e[0], e[-1] = lower, upper
+            edges[c] = _separate(np.clip(e, lower, upper), c)
+
+        if epsilon is not None:
+            ledger.check_budget(epsilon=epsilon)
+            assert ledger.total_epsilon() <= epsilon * (1 + 1e-9)
+        if not dp_columns:
+            assert len(ledger) == 0
+        self.bin_edges_ = edges
+        self.n_bins_ = n_bins
+        self.bounds_ = bounds
+        self.privacy_ledger_ = ledger
+        self.feature_names_in_ = np.asarray(columns, dtype=object)
+        self.n_features_in_ = len(columns)
+        self.dtypes_ = {c: frame[c].dtype for c in columns}
+        # The stream of inverse_transform's draws, seeded from the fit's generator.
+        self._inverse_rng = np.random.default_rng(rng.integers(2**63))
+        return self
+
+    # -- transform -------------------------------------------------------------
+    def _categories(self, name) -> pd.CategoricalDtype:
+        if self.output == "interval":
+            cats = pd.IntervalIndex.from_breaks(self.bin_edges_[name], closed="left")
+        else:
+            cats = pd.Index(np.arange(self.n_bins_[name]))
+        return pd.CategoricalDtype(cats, ordered=True)
+
+    def _frame_for(self, X, what: str) -> pd.DataFrame:
+        names = list(self.feature_names_in_)
+        frame = self._as_frame(X, names)
+        if isinstance(X, pd.DataFrame) or isinstance(X, pd.Series):
+            missing = [c for c in names if c not in frame.columns]
+            if missing:
+                raise ValueError(f"{what}: columns {list(map(str, missing))} seen in fit are missing.")
+            return frame[names]
+        if frame.shape[1] != len(names):
+            raise ValueError(f"{what}: X has {frame.shape[1]} columns, fit saw {len(names)}.")
+        return frame
+
+    def transform(self, X):
+        """Map every value to its bin; out-of-range values (and ±inf) go to the end bins.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame or 2-D numeric array
+            The columns seen in fit (a DataFrame is reordered by name).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Same column names; each column a ``Categorical`` with all k bins as categories.
+        """
+        check_is_fitted(self, "bin_edges_")
+        frame = self._frame_for(X, "transform")
+        out = {}
+        for c in self.feature_names_in_:
+            x = self._numeric_values(frame, c)
+            edges = self.bin_edges_[c]
+            codes = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, edges.size - 2)
+            out[c] = pd.Categorical.from_codes(codes, dtype=self._categories(c))
+        return pd.DataFrame(out, index=frame.index)
+
+    def _codes(self, frame: pd.DataFrame, name) -> np.ndarray:
+        col = frame[name]
+        k = self.n_bins_[name]
+        expected = self._categories(name).categories
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            if col.cat.categories.equals(expected):
+                codes = col.cat.codes.to_numpy().astype(np.intp)
+            else:
+                where = expected.get_indexer(col.cat.categories)
+                if (where < 0).any():
+                    raise ValueError(f"Column {name!r} has categories that are not bins of this discretizer.")
+                codes = np.where(col.cat.codes.to_numpy() < 0, -1, where[col.cat.codes.to_numpy()])
+        elif pd.api.types.is_integer_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
+            codes = col.to_numpy(dtype=np.float64, na_value=np.nan)
+            if np.isnan(codes).any():
+                codes = np.where(np.isnan(codes), -1, codes)
+            codes = codes.astype(np.intp)
+            if ((codes < -1) | (codes >= k)).any():
+                raise ValueError(f"Column {name!r} has integer codes outside 0..{k - 1}.")
+        else:
+            raise TypeError(f"Column {name!r} must be a Categorical of bins or integer codes, got {col.dtype}.")
+        if (codes < 0).any():
+            raise ValueError(f"Column {name!r} has missing values; every entry must be a bin.")
+        return codes
+
+    def inverse_transform(self, Xt, *, method="uniform"):
+        """Map bins back to numbers.
+
+        Parameters
+        ----------
+        Xt : pandas.DataFrame or 2-D array
+            Categorical columns of bins (as output by :meth:`transform`) or integer codes 0 .. k-1.
+        method : {"uniform", "midpoint"}, default="uniform"
+            ``"uniform"``: a uniform draw within the bin. Draws come from a
+            stream seeded at fit from ``random_state``, so each call gives
+            fresh values and refitting with the same integer ``random_state``
+            reproduces the sequence of calls. ``"midpoint"``: the bin's midpoint.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Original column names, order and dtypes. Integer columns get an
+            integer of the bin: uniform over the bin's integers, or the midpoint
+            rounded and clipped into them; a bin holding no integer gives the
+            integer nearest its midpoint (which lies outside the bin).
+        """
+        check_is_fitted(self, "bin_edges_")
+        if method not in ("uniform", "midpoint"):
+            raise ValueError(f"method must be 'uniform' or 'midpoint', got {method!r}.")
+        frame = self._frame_for(Xt, "inverse_transform")
+        out = {}
+        for c in self.feature_names_in_:
+            codes = self._codes(frame, c)
+            edges = self.bin_edges_[c]
+            lo, hi = edges[codes], edges[codes + 1]
+            mid = lo + 0.5 * (hi - lo)
+            dtype = self.dtypes_[c]
+            if pd.api.types.is_integer_dtype(dtype):
+                last = codes == edges.size - 2
+                int_lo = np.ceil(lo)
+                int_hi = np.where(last, np.floor(hi), np.ceil(hi) - 1)  # last bin is closed
+                empty = int_lo > int_hi
+                if method == "uniform":
+                    span = np.where(empty, 0, int_hi - int_lo)
+                    vals = int_lo + np.floor(self._inverse_rng.uniform(size=codes.size) * (span + 1))
+                    vals = np.minimum(vals, int_lo + span)
+                else:
+                    vals = np.clip(np.round(mid), int_lo, np.maximum(int_hi, int_lo))
+                vals = np.where(empty, np.round(mid), vals)
+                out[c] = pd.Series(vals, index=frame.index).astype(dtype)
+            else:
+                if method == "uniform":
+                    vals = lo + self._inverse_rng.uniform(size=codes.size) * (hi - lo)
+                    # Rounding must not carry a draw onto the (open) upper edge of a bin.
+                    last = codes == edges.size - 2
+                    vals = np.where(last, np.minimum(vals, hi), np.minimum(vals, np.nextafter(hi, -np.inf)))
+                    vals = np.maximum(vals, lo)
+                else:
+                    vals = mid
+                out[c] = pd.Series(vals, index=frame.index).astype(dtype)
+        return pd.DataFrame(out, index=frame.index)
+
+    def get_feature_names_out(self, input_features=None):
+        """Output column names: the input column names.
+
+        Returns
+        -------
+        ndarray of object
+        """
+        check_is_fitted(self, "bin_edges_")
+        if input_features is not None:
+            input_features = np.asarray(input_features, dtype=object)
+            if list(input_features) != list(self.feature_names_in_):
+                raise ValueError("input_features does not match the columns seen in fit.")
+        return self.feature_names_in_.copy()

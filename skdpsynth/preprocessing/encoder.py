@@ -1,0 +1,572 @@
+"""Categorical encoding with a public (or differentially private) category domain.
+
+:class:`DPCategoricalEncoder` turns categorical-ish columns into pandas
+``Categorical`` columns whose category list is *public*: either given by the
+user, or discovered from the data by a differentially private thresholded
+noisy-count histogram. The synthesizers read a column's domain from its
+``CategoricalDtype``, so an encoded frame can be fitted without a
+:class:`~skdpsynth.privacy.PrivacyLeakWarning`.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
+from ..utils import check_random_state
+
+__all__ = ["DPCategoricalEncoder", "dp_threshold", "release_above_threshold"]
+
+_HANDLE_UNKNOWN = ("other", "error")
+_MISSING = ("category", "error")
+
+
+def dp_threshold(epsilon: float, delta: float) -> float:
+    """The smallest threshold τ that makes thresholded Laplace counts (ε, δ)-DP.
+
+    ``τ = 1 + max(ln(1 / (2δ)), 0) / ε``. A value occurring once has count 1;
+    its noisy count ``1 + Laplace(1/ε)`` exceeds τ with probability
+    ``P[Laplace(1/ε) > τ - 1] = exp(-ε (τ - 1)) / 2 = δ`` (for δ ≤ 1/2; for
+    δ > 1/2 the threshold 1 gives probability 1/2 < δ). See
+    :class:`DPCategoricalEncoder` for the full argument.
+
+    Parameters
+    ----------
+    epsilon : float
+        ε > 0 of the column.
+    delta : float
+        δ in (0, 1) of the column.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from skdpsynth.preprocessing.encoder import dp_threshold
+    >>> round(dp_threshold(1.0, 0.5 * 2.718281828459045 ** -3), 6)
+    4.0
+    """
+    epsilon, delta = float(epsilon), float(delta)
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}.")
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    return 1.0 + max(math.log(1.0 / (2.0 * delta)), 0.0) / epsilon
+
+
+def release_above_threshold(counts, *, epsilon: float, threshold: float,
+                            random_state=None) -> np.ndarray:
+    """Add Laplace(1/ε) noise to ``counts`` and return the mask ``noisy > threshold``.
+
+    The thresholding step of :class:`DPCategoricalEncoder` (no ledger entry:
+    the caller records the (ε, δ) cost). The noisy counts are discarded.
+
+    Parameters
+    ----------
+    counts : array-like of int
+        Exact counts of the observed values (all ≥ 1).
+    epsilon : float
+        ε of the column; the Laplace scale is 1/ε (L1 sensitivity 1).
+    threshold : float
+        Release a value iff its noisy count is strictly above this.
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    numpy.ndarray of bool
+
+    Examples
+    --------
+    >>> from skdpsynth.preprocessing.encoder import release_above_threshold
+    >>> release_above_threshold([1000, 1], epsilon=1.0, threshold=20.0, random_state=0).tolist()
+    [True, False]
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    noisy = laplace_mechanism(counts, epsilon=epsilon, sensitivity=1.0,
+                              random_state=random_state)
+    return np.asarray(noisy > threshold, dtype=bool)
+
+
+def _sorted_values(values) -> list:
+    """Sort by value (a public rule); mixed types fall back to (type name, str)."""
+    values = list(values)
+    try:
+        return sorted(values)
+    except TypeError:
+        return sorted(values, key=lambda v: (type(v).__name__, str(v)))
+
+
+def _is_na_scalar(value) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # list-likes are not NA scalars
+        return False
+
+
+def _check_number(name, value, *, low, high=None, low_open=True):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}.")
+    value = float(value)
+    if (value <= low if low_open else value < low) or (high is not None and value >= high):
+        interval = f"({low}, {high})" if high is not None else f"> {low}"
+        raise ValueError(f"{name} must be {'in ' if high is not None else ''}{interval}, got {value!r}.")
+    return value
+
+
+class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
+    """Encode categorical columns over a public or differentially private category list.
+
+    Each output column is a pandas ``Categorical`` whose categories are
+
+    1. the column's category list: given in ``categories`` (public, free), or
+       discovered with (ε, δ)-DP from the data when ``epsilon`` is given, or
+       (with a :class:`~skdpsynth.privacy.PrivacyLeakWarning`) read from the
+       data when it is not;
+    2. then ``other_category`` if ``handle_unknown="other"``;
+    3. then ``missing_category`` if ``missing="category"``.
+
+    The extra labels are always present when enabled, whether or not the data
+    has unseen or missing values, so each category list is a function of
+    public inputs and DP outputs only. Downstream synthesizers read it from the
+    ``CategoricalDtype`` as the column's public domain.
+
+    Parameters
+    ----------
+    categories : dict or None, default=None
+        ``{column: list of values}`` for the columns whose categories are
+        public. Lists must be non-empty, without duplicates or missing values,
+        and their order is kept. Columns not named here are *not public*.
+    epsilon : float or None, default=None
+        Total ε for DP category discovery, split evenly over the columns not
+        named in ``categories``. ``None``: those columns' categories are read
+        from the data without DP, with one ``PrivacyLeakWarning``.
+    delta : float or None, default=None
+        Total δ in (0, 1), split evenly like ``epsilon``; required when some
+        column needs DP discovery (thresholding is not pure DP).
+    threshold : float or None, default=None
+        Release threshold τ on the noisy counts; by default the smallest DP
+        value ``1 + ln(1/(2δ_col))/ε_col``. It may be raised (fewer rare
+        values released) but not lowered below that value (``ValueError``).
+    handle_unknown : {"other", "error"}, default="other"
+        Values outside a column's category list: map to ``other_category``,
+        or raise ``ValueError`` in :meth:`transform`.
+    other_category : hashable, default="__other__"
+        Label of the "other" category; must not be one of the real categories.
+    missing : {"category", "error"}, default="category"
+        Missing values (``None``, ``NaN``, ``pd.NA``): map to
+        ``missing_category``, or raise ``ValueError`` in :meth:`transform`.
+        Missing values are never counted as a category in :meth:`fit`.
+    missing_category : hashable, default="__missing__"
+        Label of the missing category; must not be a real category or equal
+        ``other_category``.
+    random_state : None, int or numpy.random.Generator, default=None
+        Randomness of the Laplace noise.
+
+    Attributes
+    ----------
+    categories_ : dict
+        ``{column: list}``: the full output category list of each column
+        (public/released values, then the other and missing labels).
+    thresholds_ : dict
+        ``{column: τ}`` for the DP-discovered columns (public: a function of
+        the parameters only).
+    privacy_ledger_ : PrivacyLedger
+        One ``"approx"`` entry (mechanism ``"laplace-threshold"``) per
+        DP-discovered column; empty otherwise.
+    feature_names_in_ : ndarray of object
+        Column names seen in :meth:`fit` (``x0, x1, ...`` for arrays).
+    n_features_in_ : int
+    dtypes_ : dict
+        ``{column: dtype}`` of the input, used by :meth:`inverse_transform`.
+
+    Notes
+    -----
+    **DP category discovery** (a stability-based histogram, i.e. DP set union
+    with one record per user). For a column with budget (ε_c, δ_c): count each
+    observed (non-missing) value, add independent Laplace(1/ε_c) noise to each
+    count, and release the values whose noisy count exceeds τ. Take
+    neighbouring data sets D and D' = D + one record of value v.
+
+    * If v occurs in D, the count vectors over the same candidate set differ
+      by 1 in one coordinate (L1 sensitivity 1), so the Laplace counts are
+      ε_c-DP and thresholding is post-processing.
+    * If v does not occur in D, D' has one extra candidate with count 1 and
+      everything else is identically distributed. With
+      ``p = P[1 + Laplace(1/ε_c) > τ]`` the output distributions satisfy
+      ``|P[M(D) ∈ S] - P[M(D') ∈ S]| ≤ p``, which is (0, p)-DP.
+
+    Hence the release is (ε_c, δ_c)-DP as soon as ``p ≤ δ_c``. For τ ≥ 1,
+    ``p = exp(-ε_c (τ - 1)) / 2``, and ``p = δ_c`` gives
+    ``τ = 1 + ln(1 / (2 δ_c)) / ε_c`` (clipped to 1 when δ_c > 1/2). The
+    columns compose by basic composition: ``Σ ε_c = ε`` and ``Σ δ_c = δ``.
+
+    The released values are **sorted by value** (a public rule; mixed types
+    by type name, then string form), never by noisy count, so the order
+    leaks nothing beyond the released set. The noisy counts are discarded.
+    Error messages at fit time never list values read from private data.
+
+    :meth:`inverse_transform` maps ``missing_category`` back to a missing
+    value (``NaN`` for numeric columns, ``None`` otherwise) and
+    ``other_category`` to the ``other_category`` label itself, which forces
+    an ``object`` column for numeric, boolean or categorical inputs.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from skdpsynth.preprocessing.encoder import DPCategoricalEncoder
+    >>> X = pd.DataFrame({"color": ["red", "blue", "green", None], "size": [1, 2, 2, 3]})
+    >>> enc = DPCategoricalEncoder(categories={"color": ["red", "blue"], "size": [1, 2, 3]})
+    >>> Xt = enc.fit_transform(X)
+    >>> list(Xt["color"])
+    ['red', 'blue', '__other__', '__missing__']
+    >>> enc.categories_["size"]
+    [1, 2, 3, '__other__', '__missing__']
+    >>> len(enc.privacy_ledger_)
+    0
+    >>> enc.inverse_transform(Xt)["size"].tolist()
+    [1, 2, 2, 3]
+    """
+
+    def __init__(self, categories=None, *, epsilon=None, delta=None, threshold=None,
+                 handle_unknown="other", other_category="__other__", missing="category",
+                 missing_category="__missing__", random_state=None):
+        self.categories = categories
+        self.epsilon = epsilon
+        self.delta = delta
+        self.threshold = threshold
+        self.handle_unknown = handle_unknown
+        self.other_category = other_category
+        self.missing = missing
+        self.missing_category = missing_category
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # -- validation -----------------------------------------------------------
+    @staticmethod
+    def _as_frame(X, what="X") -> pd.DataFrame:
+        if isinstance(X, pd.DataFrame):
+            frame = X
+        else:
+            if hasattr(X, "toarray") or hasattr(X, "tocsr"):
+                raise TypeError("Sparse input is not supported; pass a DataFrame.")
+            arr = np.asarray(X, dtype=object) if not isinstance(X, np.ndarray) else X
+            if arr.ndim != 2:
+                raise ValueError(f"{what} must be 2-D (a DataFrame or an array), got shape {arr.shape}.")
+            frame = pd.DataFrame(arr, columns=[f"x{j}" for j in range(arr.shape[1])])
+        if frame.shape[1] == 0:
+            raise ValueError(f"{what} has no columns.")
+        if frame.columns.has_duplicates:
+            raise ValueError(f"{what} has duplicate column names.")
+        return frame
+
+    def _check_params(self, columns) -> dict:
+        if self.handle_unknown not in _HANDLE_UNKNOWN:
+            raise ValueError(f"handle_unknown must be one of {_HANDLE_UNKNOWN}, got {self.handle_unknown!r}.")
+        if self.missing not in _MISSING:
+            raise ValueError(f"missing must be one of {_MISSING}, got {self.missing!r}.")
+        extra = []
+        for name, enabled in (("other_category", self.handle_unknown == "other"),
+                              ("missing_category", self.missing == "category")):
+            label = getattr(self, name)
+            if not enabled:
+                continue
+            try:
+                hash(label)
+            except TypeError:
+                raise ValueError(f"{name} must be hashable, got {label!r}.") from None
+            if _is_na_scalar(label):
+                raise ValueError(f"{name} must not be a missing value, got {label!r}.")
+            extra.append(label)
+        if len(extra) == 2 and extra[0] == extra[1]:
+            raise ValueError(f"other_category and missing_category must differ, both are {extra[0]!r}.")
+        if self.epsilon is None:
+            if self.delta is not None:
+                raise ValueError("delta was given without epsilon; give epsilon too (or neither).")
+            if self.threshold is not None:
+                raise ValueError("threshold only applies to DP discovery; give epsilon and delta too.")
+        else:
+            _check_number("epsilon", self.epsilon, low=0.0)
+            if self.delta is not None:
+                _check_number("delta", self.delta, low=0.0, high=1.0)
+            if self.threshold is not None:
+                _check_number("threshold", self.threshold, low=-math.inf)
+        given = self.categories if self.categories is not None else {}
+        if not isinstance(given, Mapping):
+            raise TypeError(f"categories must be a dict {{column: list}} or None, got {type(given).__name__}.")
+        unknown = [k for k in given if k not in set(columns)]
+        if unknown:
+            raise ValueError(f"categories names columns that are not in X: {unknown}.")
+        public = {}
+        for col, values in given.items():
+            if isinstance(values, (str, bytes)) or not np.iterable(values):
+                raise ValueError(f"categories[{col!r}] must be a list of values, got {values!r}.")
+            values = list(values.tolist() if hasattr(values, "tolist") else values)
+            if len(values) == 0:
+                raise ValueError(f"categories[{col!r}] is empty.")
+            if any(_is_na_scalar(v) for v in values):
+                raise ValueError(f"categories[{col!r}] contains a missing value; missing values are "
+                                 "handled by the missing= parameter.")
+            try:
+                index = pd.Index(values, dtype=object)
+            except TypeError:
+                raise ValueError(f"categories[{col!r}] must hold hashable values.") from None
+            if index.has_duplicates:
+                dup = list(index[index.duplicated()].unique())
+                raise ValueError(f"categories[{col!r}] has duplicate values: {dup}.")
+            public[col] = values
+        return public
+
+    def _full_categories(self, col, values: list, *, private: bool) -> list:
+        """Append the other/missing labels, checking they do not collide."""
+        index = pd.Index(values, dtype=object)
+        out = list(values)
+        for name, enabled in (("other_category", self.handle_unknown == "other"),
+                              ("missing_category", self.missing == "category")):
+            if not enabled:
+                continue
+            label = getattr(self, name)
+            if len(index) and index.get_indexer([label])[0] >= 0:
+                where = "a value found in the data (DP-released or inferred)" if private else "one of its categories"
+                raise ValueError(f"{name}={label!r} is {where} in column {col!r}; choose another label.")
+            out.append(label)
+        if not out:
+            raise ValueError(f"Column {col!r} has no categories: nothing was released and "
+                             "handle_unknown='error', missing='error' add none.")
+        return out
+
+    # -- fit -------------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Determine each column's category list, spending the DP budget once.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame or 2-D array-like
+            Categorical-ish columns (strings, ints, bools, Categorical, object).
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        frame = self._as_frame(X)
+        if len(frame) == 0:
+            raise ValueError("X has no records (0 rows).")
+        columns = list(frame.columns)
+        public = self._check_params(columns)
+        to_discover = [c for c in columns if c not in public]
+        dp = self.epsilon is not None and bool(to_discover)
+        if dp and self.delta is None:
+            raise ValueError(
+                "DP category discovery (thresholded Laplace counts) is (epsilon, delta)-DP and needs "
+                f"delta > 0; give delta in (0, 1) or public categories for columns {to_discover}.")
+
+        ledger = PrivacyLedger()
+        thresholds = {}
+        released = {}
+        if dp:
+            rng = check_random_state(self.random_state)
+            m = len(to_discover)
+            eps_col, delta_col = float(self.epsilon) / m, float(self.delta) / m
+            tau_dp = dp_threshold(eps_col, delta_col)
+            if self.threshold is not None and float(self.threshold) < tau_dp:
+                raise ValueError(
+                    f"threshold={self.threshold!r} is below the (epsilon, delta)-DP threshold {tau_dp:.6g} "
+                    f"for epsilon={eps_col:.6g}, delta={delta_col:.6g} per column; it can only be raised.")
+            tau = tau_dp if self.threshold is None else float(self.threshold)
+            for col in to_discover:
+                counts = frame[col].value_counts(dropna=True, sort=False)
+                counts = counts[counts > 0]  # a Categorical's unused categories are not candidates
+                keep = release_above_threshold(counts.to_numpy(), epsilon=eps_col,
+                                               threshold=tau, random_state=rng)
+                released[col] = _sorted_values(counts.index[keep].tolist())
+                thresholds[col] = tau
+                ledger.add(f"categories of column {col!r}", "laplace-threshold",
+                           epsilon=eps_col, delta=delta_col, sensitivity=1.0,
+                           scale=1.0 / eps_col, n_values=len(released[col]), threshold=tau)
+            del counts
+            self._check_ledger(ledger)
+        else:
+            for col in to_discover:
+                released[col] = _sorted_values(pd.unique(frame[col].dropna()).tolist())
+            if to_discover:
+                warn_privacy_leak(
+                    f"The categories of columns {[str(c) for c in to_discover]} were read from the private "
+                    "data without differential privacy. Give them as public categories= or set "
+                    "epsilon and delta for DP category discovery.")
+
+        self.categories_ = {
+            col: self._full_categories(col, public[col], private=False) if col in public
+            else self._full_categories(col, released[col], private=True)
+            for col in columns
+        }
+        self.thresholds_ = thresholds
+        self.privacy_ledger_ = ledger
+        self.feature_names_in_ = np.asarray(columns, dtype=object)
+        self.n_features_in_ = len(columns)
+        self.dtypes_ = {col: frame[col].dtype for col in columns}
+        return self
+
+    def _check_ledger(self, ledger: PrivacyLedger) -> None:
+        entries = ledger.entries
+        eps = math.fsum(e.epsilon for e in entries)
+        delta = math.fsum(e.delta for e in entries)
+        if eps > float(self.epsilon) * (1 + 1e-9) or delta > float(self.delta) * (1 + 1e-9):
+            raise RuntimeError(f"Spent ({eps}, {delta}) exceeds the budget ({self.epsilon}, {self.delta}).")
+
+    # -- transform -------------------------------------------------------------
+    def _input_frame(self, X, what) -> pd.DataFrame:
+        check_is_fitted(self, "categories_")
+        names = list(self.feature_names_in_)
+        if isinstance(X, pd.DataFrame):
+            frame = self._as_frame(X, what)
+            absent = [c for c in names if c not in set(frame.columns)]
+            extra = [c for c in frame.columns if c not in set(names)]
+            if absent or extra:
+                raise ValueError(f"{what} columns differ from those seen in fit: missing {absent}, "
+                                 f"unexpected {extra}.")
+            return frame[names]
+        frame = self._as_frame(X, what)
+        if frame.shape[1] != self.n_features_in_:
+            raise ValueError(f"{what} has {frame.shape[1]} columns, expected {self.n_features_in_}.")
+        frame.columns = names
+        return frame
+
+    def transform(self, X):
+        """Map each column onto its category list.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame or 2-D array-like
+            Same columns as in :meth:`fit`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Same column names and index; each column a ``Categorical`` with
+            ``categories_[column]`` as categories.
+        """
+        frame = self._input_frame(X, "X")
+        out = {}
+        for col in frame.columns:
+            cats = self.categories_[col]
+            n_real = len(cats) - (self.handle_unknown == "other") - (self.missing == "category")
+            values = frame[col].astype(object)
+            missing = values.isna().to_numpy()
+            codes = pd.Index(cats[:n_real], dtype=object).get_indexer(values)
+            unknown = (codes < 0) & ~missing
+            if unknown.any():
+                if self.handle_unknown == "error":
+                    bad = pd.unique(values[unknown])[:5].tolist()
+                    raise ValueError(f"Column {col!r} has values not among its categories, e.g. {bad}; "
+                                     "use handle_unknown='other' to map them to other_category.")
+                codes[unknown] = n_real
+            if missing.any():
+                if self.missing == "error":
+                    raise ValueError(f"Column {col!r} has {int(missing.sum())} missing values; "
+                                     "use missing='category' to map them to missing_category.")
+                codes[missing] = len(cats) - 1
+            dtype = pd.CategoricalDtype(pd.Index(cats, dtype=object), ordered=False)
+            out[col] = pd.Categorical.from_codes(codes, dtype=dtype)
+        return pd.DataFrame(out, index=frame.index, columns=frame.columns)
+
+    def inverse_transform(self, X):
+        """Map encoded columns back to the input's values and dtypes where possible.
+
+        Real categories come back as themselves with the column's original
+        dtype; ``missing_category`` becomes a missing value (``NaN`` for
+        numeric columns, which turns an int column into float64; ``None``
+        otherwise); ``other_category`` stays as its label, which makes
+        numeric, boolean and categorical columns ``object``. A categorical
+        input column keeps its original categories when every value fits.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame or 2-D array-like
+            Encoded data, e.g. the output of :meth:`transform` or a synthetic
+            sample of it.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        frame = self._input_frame(X, "X")
+        out = {}
+        for col in frame.columns:
+            cats = self.categories_[col]
+            has_o, has_m = self.handle_unknown == "other", self.missing == "category"
+            n_real = len(cats) - has_o - has_m
+            values = frame[col].astype(object)
+            na = values.isna().to_numpy()
+            codes = pd.Index(cats, dtype=object).get_indexer(values)
+            bad = (codes < 0) & ~na
+            if bad.any():
+                raise ValueError(f"Column {col!r} has values that are not among its encoded categories, "
+                                 f"e.g. {pd.unique(values[bad])[:5].tolist()}.")
+            other = (codes == n_real) if has_o else np.zeros(len(codes), dtype=bool)
+            missing = na | ((codes == len(cats) - 1) if has_m else False)
+            result = np.empty(len(codes), dtype=object)
+            real = ~other & ~missing
+            result[real] = np.asarray(cats, dtype=object)[codes[real]]
+            result[other] = self.other_category if has_o else None
+            result[missing] = None
+            out[col] = self._restore(result, self.dtypes_[col], other.any(), missing.any())
+        return pd.DataFrame(out, index=frame.index, columns=frame.columns)
+
+    @staticmethod
+    def _restore(values: np.ndarray, dtype, has_other: bool, has_missing: bool) -> pd.Series:
+        series = pd.Series(values, dtype=object)
+        if isinstance(dtype, pd.CategoricalDtype):
+            present = series.dropna()
+            if present.isin(dtype.categories).all():
+                return series.astype(dtype)
+            return series
+        if dtype == object:
+            return series
+        if pd.api.types.is_string_dtype(dtype):
+            try:
+                return series.astype(dtype)
+            except (TypeError, ValueError):
+                return series
+        if has_other:
+            return series
+        if has_missing:
+            if dtype.kind in "iuf":
+                return series.astype("float64")
+            return series
+        try:
+            return series.astype(dtype)
+        except (TypeError, ValueError):
+            return series
+
+    def get_feature_names_out(self, input_features=None):
+        """Output feature names: the input column names (one column per input column).
+
+        Parameters
+        ----------
+        input_features : array-like of str or None
+            If given, must match ``feature_names_in_``.
+
+        Returns
+        -------
+        ndarray of object
+        """
+        check_is_fitted(self, "categories_")
+        names = [str(c) for c in self.feature_names_in_]
+        if input_features is not None:
+            given = [str(c) for c in input_features]
+            if given != names:
+                raise ValueError(f"input_features {given} do not match feature_names_in_ {names}.")
+        return np.asarray(names, dtype=object)

@@ -1,0 +1,372 @@
+"""Tests of DPKBinsDiscretizer (skdpsynth.preprocessing.discretizer)."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.pipeline import Pipeline
+
+from skdpsynth import MSTSynthesizer
+from skdpsynth.preprocessing.discretizer import DPKBinsDiscretizer, _bounds_threshold
+from skdpsynth.privacy import PrivacyLedger, PrivacyLeakWarning
+
+
+
+
+@pytest.fixture
+def ages():
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({
+        "age": rng.integers(17, 91, size=2000),
+        "income": rng.uniform(0, 1000, size=2000),
+    })
+
+
+# -- public bounds ---------------------------------------------------------------
+def test_public_bounds_exact_edges_no_ledger_no_warning(ages):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        disc = DPKBinsDiscretizer(n_bins={"age": 5, "income": 4},
+                                  bounds={"age": (17, 90), "income": (0, 1000)}, epsilon=1.0)
+        assert disc.fit(ages) is disc
+        out = disc.transform(ages)
+    np.testing.assert_allclose(disc.bin_edges_["age"], np.linspace(17, 90, 6), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(disc.bin_edges_["income"], [0, 250, 500, 750, 1000])
+    assert len(disc.privacy_ledger_) == 0  # epsilon given but nothing needed it
+    assert disc.bounds_ == {"age": (17.0, 90.0), "income": (0.0, 1000.0)}
+    assert disc.n_bins_ == {"age": 5, "income": 4}
+    assert list(out.columns) == ["age", "income"]
+    assert out.index.equals(ages.index)
+    cats = out["age"].cat.categories
+    assert isinstance(cats, pd.IntervalIndex) and cats.closed == "left" and out["age"].cat.ordered
+    assert len(cats) == 5
+    # Each value lies in its interval.
+    for value, interval in zip(ages["income"], out["income"]):
+        assert value in interval
+
+
+def test_clipping_and_closed_last_bin():
+    X = pd.DataFrame({"x": [-5.0, 0.0, 2.5, 4.999, 5.0, 10.0, 7.5, 1e9, -np.inf, np.inf]})
+    disc = DPKBinsDiscretizer(n_bins=4, bounds=(0, 10), output="code").fit(X)
+    codes = disc.transform(X)["x"].tolist()
+    # bins [0,2.5) [2.5,5) [5,7.5) [7.5,10]; out-of-range and ±inf go to the end bins
+    assert codes == [0, 0, 1, 1, 2, 3, 3, 3, 0, 3]
+    assert list(disc.transform(X)["x"].cat.categories) == [0, 1, 2, 3]
+
+
+def test_full_category_list_even_when_bins_empty():
+    X = pd.DataFrame({"x": [0.1, 0.2]})
+    out = DPKBinsDiscretizer(n_bins=6, bounds=(0, 6)).fit_transform(X)
+    assert len(out["x"].cat.categories) == 6
+    assert out["x"].value_counts().sort_index().tolist() == [2, 0, 0, 0, 0, 0]
+
+
+# -- inferred bounds -------------------------------------------------------------
+def test_inferred_bounds_warn_once_naming_exactly_those_columns():
+    X = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 9.0], "c": [0.0, 1.0, 2.0]})
+    with pytest.warns(PrivacyLeakWarning) as record:
+        disc = DPKBinsDiscretizer(n_bins=2, bounds={"b": (0, 10)}).fit(X)
+    leaks = [w for w in record if issubclass(w.category, PrivacyLeakWarning)]
+    assert len(leaks) == 1
+    msg = str(leaks[0].message)
+    assert "'a'" in msg and "'c'" in msg and "'b'" not in msg
+    assert disc.bounds_ == {"a": (1.0, 3.0), "b": (0.0, 10.0), "c": (0.0, 2.0)}
+    assert len(disc.privacy_ledger_) == 0
+
+
+def test_no_warning_with_public_bounds_or_epsilon():
+    X = pd.DataFrame({"a": np.random.default_rng(1).normal(50, 10, 3000)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DPKBinsDiscretizer(bounds=(0, 100)).fit(X)
+        DPKBinsDiscretizer(epsilon=1.0, random_state=0).fit(X)
+        DPKBinsDiscretizer(strategy="quantile", epsilon=1.0, random_state=0).fit(X)
+
+
+def test_quantile_without_epsilon_warns_about_edges():
+    X = pd.DataFrame({"a": np.arange(100.0)})
+    with pytest.warns(PrivacyLeakWarning, match="quantile"):
+        disc = DPKBinsDiscretizer(n_bins=4, strategy="quantile", bounds=(0, 100)).fit(X)
+    np.testing.assert_allclose(disc.bin_edges_["a"], [0, 24.75, 49.5, 74.25, 100])
+
+
+# -- DP bounds -------------------------------------------------------------------
+def test_dp_bounds_power_of_two_and_ledger():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(50, 10, 5000), "b": rng.normal(50, 10, 5000)})
+    disc = DPKBinsDiscretizer(n_bins=5, epsilon=2.0, random_state=0).fit(X)
+    # Two columns need DP bounds: 1.0 each, one Laplace histogram per column.
+    entries = disc.privacy_ledger_.entries
+    assert len(entries) == 2
+    assert all(e.mechanism == "laplace" and e.epsilon == 1.0 and e.sensitivity == 1.0 and e.scale == 1.0
+               for e in entries)
+    assert "'a'" in entries[0].description and "'b'" in entries[1].description
+    assert disc.privacy_ledger_.total_epsilon() == pytest.approx(2.0, abs=1e-12)
+    # With eps=1 the threshold is ln(259/0.02) ≈ 9.47. Expected bucket counts of N(50, 10), n=5000:
+    # (16,32]: 5000*Phi(-1.8) ≈ 180, (32,64] and (64,128]: thousands / ≈ 400 -> pass (failure ~e^-170);
+    # (8,16]: ≈ 1.7, (128,256]: ≈ 0 -> each passes with probability about 1% or less.
+    assert _bounds_threshold(1.0) == pytest.approx(math.log(259 / 0.02))
+    for c in "ab":
+        assert disc.bounds_[c] == (16.0, 128.0)
+        edges = disc.bin_edges_[c]
+        np.testing.assert_allclose(edges, np.linspace(16, 128, 6))
+    # Reproducible with a fixed random_state.
+    again = DPKBinsDiscretizer(n_bins=5, epsilon=2.0, random_state=0).fit(X)
+    assert again.bounds_ == disc.bounds_
+
+
+def test_dp_bounds_negative_and_zero_buckets():
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"a": rng.uniform(-100, -3, 4000), "z": np.zeros(4000)})
+    disc = DPKBinsDiscretizer(n_bins=3, epsilon=2.0, random_state=1).fit(X)
+    # a: magnitudes in (2,4] .. (64,128] all hold hundreds of points -> [-128, -2].
+    assert disc.bounds_["a"] == (-128.0, -2.0)
+    # z: only the zero bucket passes -> degenerate [0, 0] widened to [-0.5, 0.5].
+    assert disc.bounds_["z"] == (-0.5, 0.5)
+    assert disc.transform(X)["z"].cat.codes.unique().tolist() == [1]
+
+
+def test_dp_bounds_fail_clearly_with_too_little_data():
+    X = pd.DataFrame({"a": [1.0, 2.0, 3.0]})
+    with pytest.raises(ValueError, match="bounds=.*larger epsilon"):
+        DPKBinsDiscretizer(epsilon=0.01, random_state=0).fit(X)
+
+
+# -- DP quantiles ----------------------------------------------------------------
+def test_dp_quantiles_concentrate_and_spend_exactly_epsilon():
+    n, k, eps = 10_000, 4, 50.0
+    x = np.random.default_rng(5).uniform(0, 1, n)
+    disc = DPKBinsDiscretizer(n_bins=k, strategy="quantile", bounds=(0, 1), epsilon=eps,
+                              random_state=0).fit(pd.DataFrame({"u": x}))
+    edges = disc.bin_edges_["u"]
+    assert edges[0] == 0 and edges[-1] == 1 and np.all(np.diff(edges) > 0)
+    # Each quantile gets eps_q = 50/3. EM concentration: choosing a point whose rank error exceeds t has
+    # probability <= (total length 1) e^{-eps_q t/2} / (mass of the ~2 intervals at rank error <= 1,
+    # length ~2/n, weight >= e^{-eps_q/2}) = (n/2) e^{-eps_q (t-1)/2} <= 1e-6 for t >= 3.7.
+    # We allow 10 ranks (covers unusually short gaps).
+    ecdf = np.searchsorted(np.sort(x), edges[1:-1]) / n
+    np.testing.assert_allclose(ecdf, [0.25, 0.5, 0.75], atol=10 / n)
+    # Against the true quantiles add 5 SD of the empirical quantile, sqrt(q(1-q)/n) <= 0.005.
+    np.testing.assert_allclose(edges[1:-1], [0.25, 0.5, 0.75], atol=10 / n + 5 * 0.005)
+    led = disc.privacy_ledger_
+    assert len(led) == k - 1
+    assert all(e.mechanism == "exponential" and e.sensitivity == 1.0 for e in led)
+    assert abs(led.total_epsilon() - eps) <= 1e-12
+
+
+def test_dp_quantiles_with_dp_bounds_budget_split():
+    rng = np.random.default_rng(7)
+    X = pd.DataFrame({"a": rng.normal(50, 10, 3000), "b": rng.exponential(20, 3000)})
+    disc = DPKBinsDiscretizer(n_bins=5, strategy="quantile", epsilon=2.0, bounds_epsilon_fraction=0.25,
+                              random_state=0).fit(X)
+    led = disc.privacy_ledger_.to_frame()
+    assert abs(disc.privacy_ledger_.total_epsilon() - 2.0) <= 1e-12
+    for c in "ab":
+        rows = led[led["description"].str.contains(f"'{c}'")]
+        assert math.fsum(rows["epsilon"]) == pytest.approx(1.0, abs=1e-12)
+        bounds_rows = rows[rows["mechanism"] == "laplace"]
+        assert bounds_rows["epsilon"].tolist() == [0.25]
+        q_rows = rows[rows["mechanism"] == "exponential"]
+        assert len(q_rows) == 4 and np.allclose(q_rows["epsilon"], 0.75 / 4)
+        assert np.all(np.diff(disc.bin_edges_[c]) > 0)
+    again = DPKBinsDiscretizer(n_bins=5, strategy="quantile", epsilon=2.0, bounds_epsilon_fraction=0.25,
+                               random_state=0).fit(X)
+    for c in "ab":
+        np.testing.assert_array_equal(again.bin_edges_[c], disc.bin_edges_[c])
+
+
+def test_quantile_one_bin_needs_no_budget():
+    X = pd.DataFrame({"a": [1.0, 2.0]})
+    disc = DPKBinsDiscretizer(n_bins=1, strategy="quantile", bounds=(0, 4), epsilon=1.0).fit(X)
+    assert len(disc.privacy_ledger_) == 0
+    np.testing.assert_array_equal(disc.bin_edges_["a"], [0, 4])
+
+
+# -- inverse_transform -------------------------------------------------------------
+def test_inverse_uniform_draws_inside_bins_and_uniform(ages):
+    disc = DPKBinsDiscretizer(n_bins={"age": 5, "income": 4},
+                              bounds={"age": (17, 90), "income": (0, 1000)}, random_state=0).fit(ages)
+    codes = pd.DataFrame({"age": np.repeat([0, 1, 2, 3, 4], 400), "income": np.repeat([0, 1, 2, 3], 500)})
+    back = disc.inverse_transform(codes)
+    assert list(back.columns) == ["age", "income"]
+    assert back.dtypes.tolist() == ages.dtypes.tolist()
+    inc_edges = disc.bin_edges_["income"]
+    for code in range(4):
+        vals = back["income"][codes["income"] == code].to_numpy()
+        lo, hi = inc_edges[code], inc_edges[code + 1]
+        assert np.all((vals >= lo) & (vals < hi))
+        se = (hi - lo) / math.sqrt(12 * vals.size)  # SD of a uniform / sqrt(m)
+        assert abs(vals.mean() - (lo + hi) / 2) < 5 * se
+    age_edges = disc.bin_edges_["age"]
+    for code in range(5):
+        vals = back["age"][codes["age"] == code].to_numpy()
+        lo, hi = age_edges[code], age_edges[code + 1]
+        assert np.all(vals >= lo) and (np.all(vals < hi) if code < 4 else np.all(vals <= hi))
+        # Uniform over the bin's integers.
+        ints = np.arange(math.ceil(lo), (math.floor(hi) if code == 4 else math.ceil(hi) - 1) + 1)
+        se = math.sqrt((ints.size ** 2 - 1) / 12 / vals.size)
+        assert abs(vals.mean() - ints.mean()) < 5 * se
+    # A fresh call gives fresh draws; refitting with the same seed reproduces the sequence.
+    second = disc.inverse_transform(codes)
+    assert not second["income"].equals(back["income"])
+    disc2 = clone(disc).fit(ages)
+    assert disc2.inverse_transform(codes).equals(back)
+
+
+def test_inverse_midpoint_exact_and_integer_rules():
+    X = pd.DataFrame({"f": np.array([0.5, 9.0], dtype=np.float32), "i": np.array([0, 2], dtype=np.int16)})
+    disc = DPKBinsDiscretizer(n_bins={"f": 4, "i": 4}, bounds={"f": (0, 10), "i": (0, 2)}).fit(X)
+    codes = pd.DataFrame({"f": [0, 1, 2, 3], "i": [0, 1, 2, 3]})
+    back = disc.inverse_transform(codes, method="midpoint")
+    np.testing.assert_array_equal(back["f"], np.array([1.25, 3.75, 6.25, 8.75], dtype=np.float32))
+    assert back.dtypes.tolist() == [np.float32, np.int16]
+    # i bins: [0,.5) [.5,1) [1,1.5) [1.5,2]: integers 0, none, 1, 2. The empty bin [.5,1) gives
+    # round(0.75) = 1 (nearest integer to its midpoint).
+    assert back["i"].tolist() == [0, 1, 1, 2]
+    drawn = disc.inverse_transform(codes)
+    assert drawn["i"].tolist() == [0, 1, 1, 2]
+
+
+def test_round_trip(ages):
+    disc = DPKBinsDiscretizer(n_bins={"age": 5, "income": 7},
+                              bounds={"age": (17, 90), "income": (0, 1000)}, random_state=2).fit(ages)
+    t = disc.transform(ages)
+    for method in ("uniform", "midpoint"):
+        again = disc.transform(disc.inverse_transform(t, method=method))
+        pd.testing.assert_frame_equal(again, t)
+    # Integer codes as input too.
+    code_frame = t.apply(lambda s: s.cat.codes.astype("int64"))
+    pd.testing.assert_frame_equal(disc.transform(disc.inverse_transform(code_frame)), t)
+
+
+def test_mst_reads_domain_from_dtype_without_leak():
+    rng = np.random.default_rng(11)
+    n = 1500
+    X = pd.DataFrame({
+        "age": rng.integers(17, 91, n),
+        "hours": rng.normal(40, 8, n),
+        "score": rng.uniform(0, 1, n),
+    })
+    disc = DPKBinsDiscretizer(n_bins={"age": 5, "hours": 4, "score": 3},
+                              bounds={"age": (17, 90), "hours": (0, 100), "score": (0, 1)}, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        t = disc.fit_transform(X)
+        synth = MSTSynthesizer(epsilon=1, random_state=0).fit(t)
+    assert list(synth.domain_.shape) == [5, 4, 3]
+    sample = synth.sample(200)
+    for c in X.columns:
+        assert sample[c].dtype == t[c].dtype
+    back = disc.inverse_transform(sample)
+    assert list(back.columns) == list(X.columns) and back.dtypes.tolist() == X.dtypes.tolist()
+    assert back["age"].between(17, 90).all() and back["score"].between(0, 1).all()
+
+
+# -- sklearn ---------------------------------------------------------------------
+def test_sklearn_api(ages):
+    disc = DPKBinsDiscretizer(n_bins=3, bounds=(0, 1000), epsilon=0.5, output="code", random_state=4)
+    params = disc.get_params()
+    assert params["n_bins"] == 3 and params["bounds"] == (0, 1000) and params["output"] == "code"
+    c = clone(disc)
+    assert c.get_params() == params and not hasattr(c, "bin_edges_")
+    pipe = Pipeline([("disc", disc)])
+    out = pipe.fit_transform(ages)
+    assert list(out.columns) == ["age", "income"]
+    assert list(pipe.get_feature_names_out()) == ["age", "income"]
+    assert disc.n_features_in_ == 2 and list(disc.feature_names_in_) == ["age", "income"]
+    assert disc.dtypes_ == {"age": ages["age"].dtype, "income": np.dtype("float64")}
+    assert isinstance(disc.privacy_ledger_, PrivacyLedger)
+
+
+def test_array_input():
+    X = np.array([[0.0, 10.0], [1.0, 20.0], [2.0, 30.0]])
+    disc = DPKBinsDiscretizer(n_bins=2, bounds={"x0": (0, 2), "x1": (10, 30)}, output="code").fit(X)
+    out = disc.transform(X)
+    assert list(out.columns) == ["x0", "x1"]
+    assert out["x0"].tolist() == [0, 1, 1] and out["x1"].tolist() == [0, 1, 1]
+    assert list(disc.get_feature_names_out()) == ["x0", "x1"]
+
+
+def test_transform_reorders_columns_by_name(ages):
+    disc = DPKBinsDiscretizer(n_bins=3, bounds=(0, 1000)).fit(ages)
+    pd.testing.assert_frame_equal(disc.transform(ages[["income", "age"]]), disc.transform(ages))
+    with pytest.raises(ValueError, match="missing"):
+        disc.transform(ages[["age"]])
+
+
+# -- hostile inputs ------------------------------------------------------------
+@pytest.mark.parametrize("X", [pd.DataFrame(), pd.DataFrame({"a": np.array([], dtype=float)})])
+def test_empty_input(X):
+    with pytest.raises(ValueError, match="at least one row and one column"):
+        DPKBinsDiscretizer(bounds=(0, 1)).fit(X)
+
+
+def test_nan_raises_at_fit_and_transform():
+    with pytest.raises(ValueError, match="missing values"):
+        DPKBinsDiscretizer(bounds=(0, 1)).fit(pd.DataFrame({"a": [np.nan, np.nan]}))
+    with pytest.raises(ValueError, match="missing values"):
+        DPKBinsDiscretizer(epsilon=1.0).fit(pd.DataFrame({"a": [1.0, np.nan]}))
+    disc = DPKBinsDiscretizer(bounds=(0, 1)).fit(pd.DataFrame({"a": [0.5]}))
+    with pytest.raises(ValueError, match="missing values"):
+        disc.transform(pd.DataFrame({"a": [0.5, np.nan]}))
+    with pytest.raises(ValueError, match="missing values"):
+        disc.transform(pd.DataFrame({"a": pd.array([1, None], dtype="Int64")}))
+
+
+def test_single_distinct_value_widened():
+    X = pd.DataFrame({"a": [7, 7, 7]})
+    with pytest.warns(PrivacyLeakWarning):
+        disc = DPKBinsDiscretizer(n_bins=2, output="code").fit(X)
+    assert disc.bounds_["a"] == (6.5, 7.5)
+    assert disc.inverse_transform(disc.transform(X), method="midpoint")["a"].tolist() == [7, 7, 7]
+
+
+def test_infinite_values_at_fit():
+    X = pd.DataFrame({"a": [1.0, 5.0, np.inf, -np.inf]})
+    with pytest.warns(PrivacyLeakWarning):
+        disc = DPKBinsDiscretizer(n_bins=2, output="code").fit(X)
+    assert disc.bounds_["a"] == (1.0, 5.0)  # ±inf left out of the range, clipped at transform
+    assert disc.transform(X)["a"].tolist() == [0, 1, 1, 0]
+    with pytest.warns(PrivacyLeakWarning), pytest.raises(ValueError, match="no finite values"):
+        DPKBinsDiscretizer().fit(pd.DataFrame({"a": [np.inf, -np.inf]}))
+
+
+@pytest.mark.parametrize("col", [
+    pd.Series(["a", "b"]), pd.Series([True, False]), pd.Series(["a", "b"], dtype="category"),
+    pd.Series(pd.to_datetime(["2020-01-01", "2021-01-01"])),
+])
+def test_non_numeric_columns(col):
+    with pytest.raises(TypeError, match="categorical encoder"):
+        DPKBinsDiscretizer(bounds=(0, 1)).fit(pd.DataFrame({"c": col}))
+
+
+@pytest.mark.parametrize("bounds", [(1, 1), (2, 1), (0, np.inf), (np.nan, 1), {"a": (0,)}, "ab", {"zz": (0, 1)}])
+def test_bad_bounds(bounds):
+    with pytest.raises(ValueError, match="bounds"):
+        DPKBinsDiscretizer(bounds=bounds).fit(pd.DataFrame({"a": [0.5]}))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"n_bins": 0}, "n_bins"), ({"n_bins": 2.5}, "n_bins"), ({"n_bins": True}, "n_bins"),
+    ({"n_bins": {"b": 2}}, "n_bins"), ({"strategy": "kmeans"}, "strategy"), ({"output": "onehot"}, "output"),
+    ({"epsilon": -1.0}, "epsilon"), ({"epsilon": np.inf}, "epsilon"),
+    ({"bounds_epsilon_fraction": 1.0}, "bounds_epsilon_fraction"),
+])
+def test_bad_params(kwargs, match):
+    params = {"bounds": (0, 1), **kwargs}
+    with pytest.raises(ValueError, match=match):
+        DPKBinsDiscretizer(**params).fit(pd.DataFrame({"a": [0.5]}))
+
+
+def test_inverse_transform_rejects_bad_codes():
+    disc = DPKBinsDiscretizer(n_bins=3, bounds=(0, 3)).fit(pd.DataFrame({"a": [1.0]}))
+    with pytest.raises(ValueError, match="outside 0..2"):
+        disc.inverse_transform(pd.DataFrame({"a": [0, 3]}))
+    with pytest.raises(TypeError, match="Categorical of bins"):
+        disc.inverse_transform(pd.DataFrame({"a": [0.5]}))
+    with pytest.raises(ValueError, match="method"):
+        disc.inverse_transform(pd.DataFrame({"a": [0]}), method="median")
