@@ -3,7 +3,7 @@
 __version__ = "0.1.0.dev0"
 
 from .domain import Domain  # noqa: E402
-from .pipeline import TrainOnSynthetic  # noqa: E402
+from .pipeline import SynthesisPipeline, TrainOnSynthetic, make_synthesis_pipeline  # noqa: E402
 from .privacy import PrivacyLedger, PrivacyLeakWarning  # noqa: E402
 from .synthesizers import AIMSynthesizer, BaseSynthesizer, MSTSynthesizer  # noqa: E402
 
@@ -14,6 +14,8 @@ __all__ = [
     "MSTSynthesizer",
     "PrivacyLedger",
     "PrivacyLeakWarning",
+    "SynthesisPipeline",
     "TrainOnSynthetic",
+    "make_synthesis_pipeline",
     "__version__",
 ]

@@ -4,11 +4,14 @@
   (charged in ``privacy_ledger_``), or bounds read from the data with a ``PrivacyLeakWarning``.
 - :class:`DPCategoricalEncoder` — categorical columns to a public category list (free), DP category discovery
   (thresholded noisy counts, needs δ > 0), or categories read from the data with a ``PrivacyLeakWarning``.
+- :class:`TableDiscretizer` — a whole mixed table from a schema (dict or JSON): numeric columns to the
+  discretizer, the others to the encoder, one ledger.
 
 Both output pandas ``Categorical`` columns carrying the full category list, which is how the synthesizers read
 their domain.
 """
 from .discretizer import DPKBinsDiscretizer
 from .encoder import DPCategoricalEncoder
+from .table import TableDiscretizer, schema_from_json, schema_to_json
 
-__all__ = ["DPCategoricalEncoder", "DPKBinsDiscretizer"]
+__all__ = ["DPCategoricalEncoder", "DPKBinsDiscretizer", "TableDiscretizer", "schema_from_json", "schema_to_json"]

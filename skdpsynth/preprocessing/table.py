@@ -1,0 +1,780 @@
+"""One transformer for a whole mixed table: numeric columns to DP bins, the rest to DP categories.
+
+:class:`TableDiscretizer` reads a per-column *schema* (a dict, or JSON) of
+public metadata, routes numeric columns to
+:class:`~skdpsynth.preprocessing.discretizer.DPKBinsDiscretizer` and the other
+columns to :class:`~skdpsynth.preprocessing.encoder.DPCategoricalEncoder`,
+splits one (ε, δ) budget between them, and outputs a frame of pandas
+``Categorical`` columns whose category lists are public — what the
+synthesizers read as their domain.  :func:`schema_to_json` and
+:func:`schema_from_json` store and load schemas.
+"""
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import warnings
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ..privacy import PrivacyLedger, PrivacyLeakWarning, warn_privacy_leak
+from ..utils import check_random_state
+from .discretizer import DPKBinsDiscretizer
+from .encoder import DPCategoricalEncoder
+
+__all__ = ["TableDiscretizer", "normalize_schema", "schema_from_json", "schema_to_json"]
+
+_TYPES = ("numeric", "categorical")
+_STRATEGIES = ("uniform", "quantile")
+_OUTPUTS = ("interval", "code")
+_NUMERIC_KEYS = {"type", "bounds", "n_bins", "strategy"}
+_CATEGORICAL_KEYS = {"type", "categories", "handle_unknown", "missing"}
+_HANDLE_UNKNOWN = ("other", "error")
+_MISSING = ("category", "error")
+_OTHER, _MISSING_LABEL = "__other__", "__missing__"  # DPCategoricalEncoder's default labels
+
+
+# -- helpers -------------------------------------------------------------------------------------------
+def _is_int(value) -> bool:
+    return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (numbers.Real, np.number)) and not isinstance(value, (bool, np.bool_))
+
+
+def _plain(value):
+    """numpy scalars -> Python scalars, tuples/arrays -> lists (recursively), for JSON and comparisons."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple, np.ndarray, pd.Index)):
+        return [_plain(v) for v in (value.tolist() if hasattr(value, "tolist") else value)]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _is_na_scalar(value) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _is_numeric_dtype(dtype) -> bool:
+    """Numbers the discretizer can bin: int/float (incl. nullable), not bool, complex or Categorical."""
+    return (not isinstance(dtype, pd.CategoricalDtype) and pd.api.types.is_numeric_dtype(dtype)
+            and not pd.api.types.is_bool_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype))
+
+
+def _normalize_spec(name, spec) -> dict:
+    """One column's spec in canonical dict form (only the keys given), validated."""
+    if isinstance(spec, str):  # "numeric" / "categorical": the type alone
+        spec = {"type": spec}
+    elif isinstance(spec, list):  # a bare list: the categories of a categorical column
+        spec = {"type": "categorical", "categories": spec}
+    elif isinstance(spec, tuple):
+        raise ValueError(
+            f"schema[{name!r}] is a bare tuple {spec!r}, which is ambiguous (numeric bounds or categories?). "
+            "Write {'type': 'numeric', 'bounds': [lo, hi]} for a numeric column or a list of categories "
+            "(or {'type': 'categorical', 'categories': [...]}) for a categorical one.")
+    elif not isinstance(spec, Mapping):
+        raise TypeError(f"schema[{name!r}] must be a dict spec, a list of categories or a type name, "
+                        f"got {type(spec).__name__}.")
+    kind = spec.get("type")
+    if kind not in _TYPES:
+        raise ValueError(f"schema[{name!r}] has unknown type {kind!r}; use one of {list(_TYPES)}.")
+    allowed = _NUMERIC_KEYS if kind == "numeric" else _CATEGORICAL_KEYS
+    unknown = sorted(map(str, set(spec) - allowed))
+    if unknown:
+        raise ValueError(f"schema[{name!r}] ({kind}) has unknown keys {unknown}; allowed: {sorted(allowed)}.")
+    out = {"type": kind}
+    if kind == "numeric":
+        bounds = spec.get("bounds")
+        if bounds is not None:
+            if isinstance(bounds, (str, bytes)) or not np.iterable(bounds) or len(bounds) != 2:
+                raise ValueError(f"schema[{name!r}]['bounds'] must be [lower, upper], got {bounds!r}.")
+            lower, upper = _plain(list(bounds))
+            if not (_is_number(lower) and _is_number(upper) and math.isfinite(lower)
+                    and math.isfinite(upper) and lower < upper):
+                raise ValueError(f"schema[{name!r}]['bounds'] must be finite numbers with lower < upper, "
+                                 f"got {bounds!r}.")
+            out["bounds"] = [lower, upper]
+        n_bins = spec.get("n_bins")
+        if n_bins is not None:
+            if not _is_int(n_bins) or n_bins < 1:
+                raise ValueError(f"schema[{name!r}]['n_bins'] must be an integer >= 1, got {n_bins!r}.")
+            out["n_bins"] = int(n_bins)
+        strategy = spec.get("strategy")
+        if strategy is not None:
+            if strategy not in _STRATEGIES:
+                raise ValueError(f"schema[{name!r}]['strategy'] must be one of {list(_STRATEGIES)}, "
+                                 f"got {strategy!r}.")
+            out["strategy"] = strategy
+    else:
+        cats = spec.get("categories")
+        if cats is not None:
+            if isinstance(cats, (str, bytes, Mapping)) or not np.iterable(cats):
+                raise ValueError(f"schema[{name!r}]['categories'] must be a list of values, got {cats!r}.")
+            cats = _plain(list(cats))
+            if len(cats) == 0:
+                raise ValueError(f"schema[{name!r}]['categories'] is empty; give at least one category, or "
+                                 "leave 'categories' out to discover them (DP with epsilon/delta).")
+            if any(_is_na_scalar(v) for v in cats):
+                raise ValueError(f"schema[{name!r}]['categories'] contains a missing value; use "
+                                 "'missing': 'category' to give missing values their own category.")
+            try:
+                index = pd.Index(cats, dtype=object)
+            except TypeError:
+                raise ValueError(f"schema[{name!r}]['categories'] must hold hashable values.") from None
+            if index.has_duplicates:
+                raise ValueError(f"schema[{name!r}]['categories'] has duplicate values "
+                                 f"{list(index[index.duplicated()].unique())}.")
+            out["categories"] = cats
+        for key, allowed_values in (("handle_unknown", _HANDLE_UNKNOWN), ("missing", _MISSING)):
+            value = spec.get(key)
+            if value is not None:
+                if value not in allowed_values:
+                    raise ValueError(f"schema[{name!r}][{key!r}] must be one of {list(allowed_values)}, "
+                                     f"got {value!r}.")
+                out[key] = value
+    return out
+
+
+def normalize_schema(schema) -> dict:
+    """Validate a schema and return it in canonical form ``{column: {"type": ..., ...}}``.
+
+    Bare lists become ``{"type": "categorical", "categories": [...]}``, a
+    bare type name ``{"type": name}``; bounds and categories become lists of
+    Python scalars. Keys that were not given stay absent.
+
+    Parameters
+    ----------
+    schema : dict or None
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> from skdpsynth.preprocessing.table import normalize_schema
+    >>> normalize_schema({"city": ["Oslo", "Rome"], "age": {"type": "numeric", "bounds": (0, 99)}})
+    {'city': {'type': 'categorical', 'categories': ['Oslo', 'Rome']}, 'age': {'type': 'numeric', 'bounds': [0, 99]}}
+    """
+    if schema is None:
+        return {}
+    if not isinstance(schema, Mapping):
+        raise TypeError(f"schema must be a dict {{column: spec}} or None, got {type(schema).__name__}.")
+    return {name: _normalize_spec(name, spec) for name, spec in schema.items()}
+
+
+def schema_to_json(schema, path=None, *, indent=2) -> str:
+    """Serialize a schema (canonical form, see :func:`normalize_schema`) to JSON.
+
+    Column names must be strings (JSON object keys are). Numeric bounds are
+    written as ``[lower, upper]`` lists. Only public metadata belongs in a
+    schema: a fitted ``TableDiscretizer.schema_`` qualifies when its fit
+    issued no :class:`~skdpsynth.privacy.PrivacyLeakWarning`.
+
+    Parameters
+    ----------
+    schema : dict
+    path : str or os.PathLike, optional
+        Also write the JSON text to this file.
+    indent : int or None, default=2
+
+    Returns
+    -------
+    str
+        The JSON text.
+
+    Examples
+    --------
+    >>> from skdpsynth.preprocessing.table import schema_from_json, schema_to_json
+    >>> text = schema_to_json({"age": {"type": "numeric", "bounds": [0.0, 99.0]}}, indent=None)
+    >>> text
+    '{"age": {"type": "numeric", "bounds": [0.0, 99.0]}}'
+    >>> schema_from_json(text)
+    {'age': {'type': 'numeric', 'bounds': [0.0, 99.0]}}
+    """
+    canonical = normalize_schema(schema)
+    bad = [name for name in canonical if not isinstance(name, str)]
+    if bad:
+        raise ValueError(f"JSON schemas need string column names; got {bad!r}. Rename the columns first.")
+    try:
+        text = json.dumps(canonical, indent=indent, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"The schema holds values that JSON cannot represent ({exc}); use str, int, float "
+                        "or bool categories.") from None
+    if path is not None:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    return text
+
+
+def _reject_duplicate_keys(pairs):
+    keys = [k for k, _ in pairs]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise ValueError(f"The JSON schema has duplicate keys {dup}.")
+    return dict(pairs)
+
+
+def schema_from_json(path_or_str) -> dict:
+    """Load a schema from a JSON file or a JSON string; returns it in canonical form.
+
+    Parameters
+    ----------
+    path_or_str : str or os.PathLike
+        A path, or JSON text (a string whose first non-blank character is ``{`` or ``[``).
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> from skdpsynth.preprocessing.table import schema_from_json
+    >>> schema_from_json('{"color": ["red", "blue"]}')
+    {'color': {'type': 'categorical', 'categories': ['red', 'blue']}}
+    """
+    if isinstance(path_or_str, str) and path_or_str.lstrip()[:1] in ("{", "["):
+        text = path_or_str
+    elif isinstance(path_or_str, (str, os.PathLike)):
+        with open(path_or_str, encoding="utf-8") as fh:
+            text = fh.read()
+    else:
+        raise TypeError(f"Expected a path or a JSON string, got {type(path_or_str).__name__}.")
+    schema = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+    if not isinstance(schema, dict):
+        raise ValueError("A JSON schema must be an object {column: spec}.")
+    return normalize_schema(schema)
+
+
+# -- the transformer ---------------------------------------------------------------------------------
+class TableDiscretizer(TransformerMixin, BaseEstimator):
+    """Discretize a whole mixed table onto public domains, under one (ε, δ) budget.
+
+    Numeric columns are binned by a
+    :class:`~skdpsynth.preprocessing.discretizer.DPKBinsDiscretizer`, all
+    other columns encoded by a
+    :class:`~skdpsynth.preprocessing.encoder.DPCategoricalEncoder`. The output
+    has the input's columns in the input's order, each a pandas
+    ``Categorical`` with its full public category list, ready for a
+    synthesizer; :meth:`inverse_transform` maps (synthetic) records back to
+    the original column names, order and dtypes.
+
+    Parameters
+    ----------
+    schema : dict or None, default=None
+        ``{column: spec}`` of public metadata, where a spec is
+
+        * ``{"type": "numeric", "bounds": [lo, hi], "n_bins": k, "strategy": s}``
+          (``bounds``, ``n_bins`` and ``strategy`` optional; they default to
+          DP/inferred bounds and the ``n_bins`` / ``strategy`` parameters);
+        * ``{"type": "categorical", "categories": [...], "handle_unknown": h,
+          "missing": m}`` (all but ``type`` optional: without ``categories``
+          they are discovered). ``handle_unknown`` (``"other"`` or
+          ``"error"``) and ``missing`` (``"category"`` or ``"error"``) are
+          those of ``DPCategoricalEncoder``: ``"other"`` / ``"category"`` add
+          the ``"__other__"`` / ``"__missing__"`` category. Defaults: public
+          categories are **exact** (``"error"``, ``"error"``: the output
+          domain is the given list, and :meth:`transform` raises on values
+          outside it or missing values); discovered categories get both extra
+          labels (``"other"``, ``"category"``), since DP discovery drops rare
+          values;
+        * a bare list: shorthand for the categories of a categorical column.
+          A list is **always** categorical, even ``[0, 100]``: numeric bounds
+          need the dict form (a bare tuple is rejected as ambiguous);
+        * ``"numeric"`` or ``"categorical"``: the type alone.
+
+        Columns not in the schema are routed by dtype: int and float columns
+        (not bool) are numeric, everything else (object, string, category,
+        bool, datetime, ...) categorical — an integer column with few values
+        (a code, a rating) is still *numeric* unless the schema declares it
+        categorical. A ``Categorical`` column's dtype categories are not
+        treated as public. Use :meth:`from_json` to read the schema from JSON.
+    n_bins : int, default=10
+        Bins of numeric columns whose spec has no ``n_bins``.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Binning of numeric columns whose spec has no ``strategy`` (see
+        ``DPKBinsDiscretizer``; ``"quantile"`` edges cost budget even with
+        public bounds).
+    epsilon : float or None, default=None
+        **Total** ε of this step, for the metadata the schema does not give:
+        DP bounds / quantiles of numeric columns (pure ε-DP) and DP category
+        discovery of categorical columns ((ε, δ)-DP). ``None``: that metadata
+        is read from the private data without DP, with one
+        :class:`~skdpsynth.privacy.PrivacyLeakWarning` naming the columns.
+    delta : float or None, default=None
+        **Total** δ in (0, 1); it all goes to category discovery (the numeric
+        mechanisms are pure ε-DP). Required when ``epsilon`` is given and some
+        categorical column has no public categories.
+    numeric_epsilon_fraction : float, default=0.5
+        Share in (0, 1) of ``epsilon`` for the numeric sub-step when *both*
+        sub-steps need budget; the categorical sub-step gets the rest. When
+        only one needs budget it gets all of ``epsilon``; when neither does,
+        nothing is spent.
+    output : {"interval", "code"}, default="interval"
+        Categories of binned columns: ``pd.Interval`` bins or codes 0 .. k-1.
+    random_state : None, int or numpy.random.Generator, default=None
+        Seeds the sub-steps' DP noise and the ``method="uniform"`` draws of
+        :meth:`inverse_transform`.
+
+    Attributes
+    ----------
+    schema_ : dict
+        The complete effective schema in canonical form, in column order:
+        numeric ``{"type", "bounds", "n_bins", "strategy"}`` with the bounds
+        used (public or DP-released), categorical ``{"type", "categories",
+        "handle_unknown", "missing"}`` with the public or DP-released
+        categories (without the ``"__other__"`` / ``"__missing__"`` labels,
+        which the last two keys add back). When the fit issued no
+        ``PrivacyLeakWarning`` it holds only public input and DP output, so
+        it may be exported (:meth:`to_json`) and reused as a public schema:
+        reusing DP-released metadata is free post-processing, and a later fit
+        with it spends nothing (except ``"quantile"`` edges, which the schema
+        does not carry and which are released again).
+    numeric_columns_, categorical_columns_ : list
+        The columns of each group, in input order.
+    discretizers_ : dict
+        ``{strategy: DPKBinsDiscretizer}`` for the numeric columns, one per
+        strategy in use.
+    discretizer_ : DPKBinsDiscretizer or None
+        The numeric sub-step; ``None`` when there are no numeric columns (or,
+        only when the schema mixes strategies, when they are split over
+        several discretizers: see ``discretizers_``).
+    encoder_ : DPCategoricalEncoder or None
+        The categorical sub-step (fitted with both extra labels; this class
+        removes them from the output of columns whose options are
+        ``"error"``); ``None`` when there are no categorical columns.
+    privacy_ledger_ : PrivacyLedger
+        The union of the sub-steps' ledgers (numeric first); empty when the
+        schema gave everything or ``epsilon`` was ``None``.
+    feature_names_in_ : ndarray of object
+    n_features_in_ : int
+
+    See Also
+    --------
+    skdpsynth.preprocessing.DPKBinsDiscretizer : the numeric sub-step and its mechanisms.
+    skdpsynth.preprocessing.DPCategoricalEncoder : the categorical sub-step and its mechanisms.
+
+    Notes
+    -----
+    **Budget.** With ``epsilon`` given, the numeric sub-step receives
+    ``numeric_epsilon_fraction * epsilon`` and the categorical one
+    ``epsilon - numeric_epsilon_fraction * epsilon`` (plus all of ``delta``)
+    when both need budget; otherwise the one that needs it receives all of
+    ``epsilon``. Within a sub-step the budget is split evenly over its columns
+    that need DP work (see the sub-steps). When the schema mixes
+    per-column strategies, the numeric columns are split over one
+    discretizer per strategy and the numeric budget over those in proportion
+    to their number of such columns, so each column gets the same share as
+    with one discretizer. The fit
+    checks that the composed ledger spends at most (``epsilon``, ``delta``).
+
+    **Missing values.** Categorical columns with ``missing="category"`` map
+    missing values to the ``"__missing__"`` category, and with
+    ``handle_unknown="other"`` values outside their categories to
+    ``"__other__"``; when enabled, the label is always in the category list
+    (whether or not the data needs it), so the domain stays public. Numeric
+    columns must not contain missing values: :meth:`fit` and
+    :meth:`transform` raise a ``ValueError`` naming the column (no rows are
+    dropped). Impute them first, or declare the column categorical with
+    ``"missing": "category"``. ±inf and out-of-range values are
+    clipped into the end bins.
+
+    **Inverse transform.** Binned columns come back as numbers drawn in
+    their bin (or bin midpoints), with their original dtype; categorical
+    columns as their values, ``"__missing__"`` as a missing value and
+    ``"__other__"`` as that label (see ``DPCategoricalEncoder``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from skdpsynth.preprocessing.table import TableDiscretizer
+    >>> X = pd.DataFrame({"age": [23, 35, 47, 69], "city": ["Oslo", "Rome", "Oslo", "Lima"],
+    ...                   "income": [1.5, 2.0, 3.5, 7.0]})
+    >>> schema = {"age": {"type": "numeric", "bounds": [20, 70], "n_bins": 5},
+    ...           "city": ["Lima", "Oslo", "Rome"],
+    ...           "income": {"type": "numeric", "bounds": [0, 8], "n_bins": 4}}
+    >>> table = TableDiscretizer(schema, output="code", random_state=0).fit(X)
+    >>> Xt = table.transform(X)
+    >>> Xt["age"].tolist(), Xt["income"].tolist()
+    ([0, 1, 2, 4], [0, 1, 1, 3])
+    >>> list(Xt["city"].cat.categories)
+    ['Lima', 'Oslo', 'Rome']
+    >>> len(table.privacy_ledger_)
+    0
+    >>> back = table.inverse_transform(Xt, method="midpoint")
+    >>> back["age"].tolist(), back["city"].tolist(), back["income"].tolist()
+    ([25, 35, 45, 65], ['Oslo', 'Rome', 'Oslo', 'Lima'], [1.0, 3.0, 3.0, 7.0])
+    >>> table.schema_["income"]
+    {'type': 'numeric', 'bounds': [0.0, 8.0], 'n_bins': 4, 'strategy': 'uniform'}
+    """
+
+    def __init__(self, schema=None, *, n_bins=10, strategy="uniform", epsilon=None, delta=None,
+                 numeric_epsilon_fraction=0.5, output="interval", random_state=None):
+        self.schema = schema
+        self.n_bins = n_bins
+        self.strategy = strategy
+        self.epsilon = epsilon
+        self.delta = delta
+        self.numeric_epsilon_fraction = numeric_epsilon_fraction
+        self.output = output
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # -- JSON ----------------------------------------------------------------------------------------
+    @classmethod
+    def from_json(cls, path_or_str, **kwargs) -> TableDiscretizer:
+        """A ``TableDiscretizer`` whose schema is read from a JSON file or string.
+
+        Parameters
+        ----------
+        path_or_str : str or os.PathLike
+            See :func:`schema_from_json`.
+        **kwargs
+            The other parameters of :class:`TableDiscretizer`.
+
+        Returns
+        -------
+        TableDiscretizer
+        """
+        if "schema" in kwargs:
+            raise TypeError("from_json reads the schema from JSON; do not pass schema= too.")
+        return cls(schema=schema_from_json(path_or_str), **kwargs)
+
+    def to_json(self, path=None, *, indent=2) -> str:
+        """The schema as JSON: the fitted ``schema_`` if fitted, else the ``schema`` parameter.
+
+        Parameters
+        ----------
+        path : str or os.PathLike, optional
+            Also write it to this file.
+        indent : int or None, default=2
+
+        Returns
+        -------
+        str
+        """
+        schema = self.schema_ if hasattr(self, "schema_") else self.schema
+        return schema_to_json(schema, path, indent=indent)
+
+    # -- validation ----------------------------------------------------------------------------------
+    def _check_params(self):
+        if not _is_int(self.n_bins) or self.n_bins < 1:
+            raise ValueError(f"n_bins must be an integer >= 1, got {self.n_bins!r}.")
+        if self.strategy not in _STRATEGIES:
+            raise ValueError(f"strategy must be one of {list(_STRATEGIES)}, got {self.strategy!r}.")
+        if self.output not in _OUTPUTS:
+            raise ValueError(f"output must be one of {list(_OUTPUTS)}, got {self.output!r}.")
+        eps, delta = self.epsilon, self.delta
+        if eps is not None and not (_is_number(eps) and math.isfinite(eps) and eps > 0):
+            raise ValueError(f"epsilon must be None or a finite number > 0, got {eps!r}.")
+        if delta is not None:
+            if eps is None:
+                raise ValueError("delta was given without epsilon; give epsilon too (or neither).")
+            if not (_is_number(delta) and 0 < delta < 1):
+                raise ValueError(f"delta must be None or in (0, 1), got {delta!r}.")
+        f = self.numeric_epsilon_fraction
+        if not (_is_number(f) and 0 < f < 1):
+            raise ValueError(f"numeric_epsilon_fraction must be in (0, 1), got {f!r}.")
+
+    @staticmethod
+    def _as_frame(X, names=None, what="X") -> pd.DataFrame:
+        if isinstance(X, pd.DataFrame):
+            frame = X
+        else:
+            if hasattr(X, "toarray") or hasattr(X, "tocsr"):
+                raise TypeError("Sparse input is not supported; pass a DataFrame.")
+            arr = np.asarray(X)
+            if arr.ndim != 2:
+                raise ValueError(f"{what} must be a DataFrame or a 2-D array, got shape {arr.shape}.")
+            if names is None or len(names) != arr.shape[1]:
+                names = [f"x{j}" for j in range(arr.shape[1])]
+            frame = pd.DataFrame(arr, columns=list(names))
+        if frame.columns.has_duplicates:
+            dup = list(frame.columns[frame.columns.duplicated()].unique())
+            raise ValueError(f"{what} has duplicate column names {dup}.")
+        return frame
+
+    def _frame_for(self, X, what) -> pd.DataFrame:
+        check_is_fitted(self, "schema_")
+        names = list(self.feature_names_in_)
+        frame = self._as_frame(X, names, what)
+        missing = [c for c in names if c not in set(frame.columns)]
+        extra = [c for c in frame.columns if c not in set(names)]
+        if missing or extra:
+            raise ValueError(f"{what}: columns differ from those seen in fit: missing {missing}, "
+                             f"unexpected {extra}.")
+        return frame[names]
+
+    @staticmethod
+    def _check_no_nan(frame, columns, what):
+        for c in columns:
+            if frame[c].isna().any():
+                raise ValueError(
+                    f"{what}: numeric column {c!r} has missing values. TableDiscretizer does not drop rows: "
+                    "impute them first, or declare the column categorical in the schema "
+                    "({'type': 'categorical', 'missing': 'category'}) so missing values get their own "
+                    "'__missing__' category.")
+
+    # -- fit -----------------------------------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Fit the numeric and categorical sub-steps, spending at most (``epsilon``, ``delta``).
+
+        Parameters
+        ----------
+        X : pandas.DataFrame
+            The private table (a 2-D array is named ``x0, x1, ...``).
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        schema = normalize_schema(self.schema)
+        frame = self._as_frame(X)
+        if frame.shape[0] == 0 or frame.shape[1] == 0:
+            raise ValueError(f"TableDiscretizer needs at least one row and one column, got shape {frame.shape}.")
+        columns = list(frame.columns)
+        absent = [c for c in schema if c not in set(columns)]
+        if absent:
+            raise ValueError(f"schema names columns that are not in X: {absent}. X has columns {columns}.")
+
+        # Route the columns (public information only: the schema and the dtypes).
+        specs = {}
+        for c in columns:
+            spec = schema.get(c)
+            if spec is None:
+                spec = {"type": "numeric" if _is_numeric_dtype(frame[c].dtype) else "categorical"}
+            if spec["type"] == "numeric":
+                if not _is_numeric_dtype(frame[c].dtype):
+                    raise TypeError(f"Column {c!r} is declared numeric but has dtype {frame[c].dtype}; only "
+                                    "int and float columns can be binned. Declare it categorical instead.")
+                spec = {"type": "numeric", "bounds": spec.get("bounds"),
+                        "n_bins": spec.get("n_bins", int(self.n_bins)),
+                        "strategy": spec.get("strategy", self.strategy)}
+            else:
+                # Public categories are exact by default; discovered ones need the extra labels
+                # (DP discovery drops rare values; missing values may occur).
+                public = spec.get("categories") is not None
+                spec = {"type": "categorical", "categories": spec.get("categories"),
+                        "handle_unknown": spec.get("handle_unknown", "error" if public else "other"),
+                        "missing": spec.get("missing", "error" if public else "category")}
+            specs[c] = spec
+        numeric = [c for c in columns if specs[c]["type"] == "numeric"]
+        categorical = [c for c in columns if specs[c]["type"] == "categorical"]
+        self._check_no_nan(frame, numeric, "fit")
+
+        def numeric_needs_dp(c):
+            s = specs[c]
+            return s["bounds"] is None or (s["strategy"] == "quantile" and s["n_bins"] >= 2)
+
+        groups = {s: [c for c in numeric if specs[c]["strategy"] == s] for s in _STRATEGIES}
+        groups = {s: cols for s, cols in groups.items() if cols}
+        dp_numeric = [c for c in numeric if numeric_needs_dp(c)]
+        dp_categorical = [c for c in categorical if specs[c]["categories"] is None]
+
+        # The budget split.
+        eps_num = eps_cat = delta_cat = None
+        if self.epsilon is not None:
+            epsilon = float(self.epsilon)
+            if dp_categorical and self.delta is None:
+                raise ValueError(
+                    "DP category discovery is (epsilon, delta)-DP and needs delta > 0: give delta in (0, 1), "
+                    f"or public categories in the schema for columns {dp_categorical}.")
+            if dp_numeric and dp_categorical:
+                eps_num = epsilon * float(self.numeric_epsilon_fraction)
+                eps_cat = epsilon - eps_num
+            elif dp_numeric:
+                eps_num = epsilon
+            elif dp_categorical:
+                eps_cat = epsilon
+            if dp_categorical:
+                delta_cat = float(self.delta)
+
+        rng = check_random_state(self.random_state)
+        ledger = PrivacyLedger()
+        discretizers = {}
+        encoder = None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for s, cols in groups.items():
+                n_dp = sum(numeric_needs_dp(c) for c in cols)
+                eps_g = None
+                if eps_num is not None and n_dp:
+                    eps_g = eps_num if n_dp == len(dp_numeric) else eps_num * n_dp / len(dp_numeric)
+                bounds = {c: tuple(specs[c]["bounds"]) for c in cols if specs[c]["bounds"] is not None}
+                disc = DPKBinsDiscretizer(
+                    n_bins={c: specs[c]["n_bins"] for c in cols}, strategy=s, bounds=bounds or None,
+                    epsilon=eps_g, output=self.output, random_state=int(rng.integers(2**63)))
+                disc.fit(frame[cols])
+                ledger.extend(disc.privacy_ledger_)
+                discretizers[s] = disc
+            if categorical:
+                # One encoder with both extra labels; columns whose spec says "error" have them removed
+                # from (and checked in) the output by this class, so each column gets its own options.
+                public = {c: specs[c]["categories"] for c in categorical if specs[c]["categories"] is not None}
+                encoder = DPCategoricalEncoder(
+                    categories=public or None, epsilon=eps_cat, delta=delta_cat, handle_unknown="other",
+                    other_category=_OTHER, missing="category", missing_category=_MISSING_LABEL,
+                    random_state=int(rng.integers(2**63)))
+                encoder.fit(frame[categorical])
+                ledger.extend(encoder.privacy_ledger_)
+        leaks = [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
+        for w in caught:  # anything else the sub-steps said is passed on unchanged
+            if not issubclass(w.category, PrivacyLeakWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if leaks:
+            # One combined warning for the table, naming the columns (known from public information).
+            inferred_num = [c for c in dp_numeric] if self.epsilon is None else []
+            inferred_cat = [c for c in dp_categorical] if self.epsilon is None else []
+            parts = []
+            if inferred_num:
+                parts.append(f"the bounds or bin edges of numeric columns {list(map(str, inferred_num))}")
+            if inferred_cat:
+                parts.append(f"the categories of categorical columns {list(map(str, inferred_cat))}")
+            if not parts:  # not expected: pass the sub-steps' own messages on
+                parts = [str(w.message) for w in leaks]
+            warn_privacy_leak(
+                f"TableDiscretizer read {' and '.join(parts)} from the private data without differential "
+                "privacy. Give them in the schema (public metadata) or set epsilon (and delta) to release "
+                "them with DP.", stacklevel=2)
+
+        # Never more than the budget; nothing at all without one.
+        spent_eps = math.fsum(e.epsilon or 0.0 for e in ledger)
+        spent_delta = math.fsum(e.delta for e in ledger)
+        if self.epsilon is None:
+            if len(ledger):
+                raise RuntimeError("TableDiscretizer spent privacy budget although epsilon is None.")
+        elif (spent_eps > float(self.epsilon) * (1 + 1e-9)
+              or spent_delta > (0.0 if self.delta is None else float(self.delta)) * (1 + 1e-9)):
+            raise RuntimeError(f"TableDiscretizer spent (epsilon={spent_eps}, delta={spent_delta}), more than "
+                               f"its budget ({self.epsilon}, {self.delta}).")
+
+        # The effective schema: public input and DP output (or inferred values, with the warning above).
+        effective = {}
+        for c in columns:
+            if c in specs and specs[c]["type"] == "numeric":
+                disc = discretizers[specs[c]["strategy"]]
+                lower, upper = disc.bounds_[c]
+                effective[c] = {"type": "numeric", "bounds": [float(lower), float(upper)],
+                                "n_bins": int(disc.n_bins_[c]), "strategy": specs[c]["strategy"]}
+            else:
+                hu, mi = specs[c]["handle_unknown"], specs[c]["missing"]
+                real = _plain(list(encoder.categories_[c][:-2]))
+                if not real and hu == "error" and mi == "error":
+                    raise ValueError(f"Column {c!r} has no categories: none was released, and its spec "
+                                     "('handle_unknown': 'error', 'missing': 'error') adds none.")
+                effective[c] = {"type": "categorical", "categories": real, "handle_unknown": hu, "missing": mi}
+
+        self.schema_ = effective
+        self.numeric_columns_ = numeric
+        self.categorical_columns_ = categorical
+        self.discretizers_ = discretizers
+        self.discretizer_ = next(iter(discretizers.values())) if len(discretizers) == 1 else None
+        self.encoder_ = encoder
+        self.privacy_ledger_ = ledger
+        self.feature_names_in_ = np.asarray(columns, dtype=object)
+        self.n_features_in_ = len(columns)
+        self._groups = {s: list(cols) for s, cols in groups.items()}
+        return self
+
+    # -- transform -----------------------------------------------------------------------------------
+    def transform(self, X):
+        """Bin the numeric columns and encode the categorical ones.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame
+            The columns seen in :meth:`fit` (any order).
+
+        Returns
+        -------
+        pandas.DataFrame
+            The columns in fit order, each a ``Categorical`` with its full public category list.
+        """
+        frame = self._frame_for(X, "transform")
+        self._check_no_nan(frame, self.numeric_columns_, "transform")
+        parts = {}
+        for s, cols in self._groups.items():
+            out = self.discretizers_[s].transform(frame[cols])
+            parts.update({c: out[c].array for c in cols})
+        if self.encoder_ is not None:
+            out = self.encoder_.transform(frame[self.categorical_columns_])
+            for c in self.categorical_columns_:
+                col = out[c].array
+                spec = self.schema_[c]
+                drop = []
+                for key, label, option in (("handle_unknown", _OTHER, "'handle_unknown': 'other'"),
+                                           ("missing", _MISSING_LABEL, "'missing': 'category'")):
+                    if spec[key] != "error":
+                        continue
+                    if (col == label).any():
+                        what = "values outside its categories" if label == _OTHER else "missing values"
+                        raise ValueError(f"transform: column {c!r} has {what}. Its categories are exact; set "
+                                         f"{option} in its schema spec to map them to {label!r}.")
+                    drop.append(label)
+                if drop:  # set_categories keeps the order (remove_categories may sort)
+                    kept = [v for v in col.categories if not any(v is d or v == d for d in drop)]
+                    col = col.set_categories(pd.Index(kept, dtype=object))
+                parts[c] = col
+        return pd.DataFrame({c: parts[c] for c in self.feature_names_in_}, index=frame.index,
+                            columns=list(self.feature_names_in_))
+
+    def inverse_transform(self, Xt, method="uniform"):
+        """Map binned/encoded records back to the original column names, order and dtypes.
+
+        Parameters
+        ----------
+        Xt : pandas.DataFrame
+            Output of :meth:`transform`, or synthetic records over the same columns.
+        method : {"uniform", "midpoint"}, default="uniform"
+            For binned columns: a uniform draw within the bin (from a stream
+            seeded at fit) or the bin's midpoint. Integer columns stay integer.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        if method not in ("uniform", "midpoint"):
+            raise ValueError(f"method must be 'uniform' or 'midpoint', got {method!r}.")
+        frame = self._frame_for(Xt, "inverse_transform")
+        parts = {}
+        for s, cols in self._groups.items():
+            out = self.discretizers_[s].inverse_transform(frame[cols], method=method)
+            parts.update({c: out[c].array for c in cols})
+        if self.encoder_ is not None:
+            # The encoder reads the values (labels), so exact columns need no extra categories back.
+            out = self.encoder_.inverse_transform(frame[self.categorical_columns_])
+            parts.update({c: out[c].array for c in self.categorical_columns_})
+        return pd.DataFrame({c: parts[c] for c in self.feature_names_in_}, index=frame.index,
+                            columns=list(self.feature_names_in_))
+
+    def get_feature_names_out(self, input_features=None):
+        """Output column names: the input column names.
+
+        Returns
+        -------
+        ndarray of object
+        """
+        check_is_fitted(self, "schema_")
+        if input_features is not None and list(input_features) != list(self.feature_names_in_):
+            raise ValueError("input_features does not match the columns seen in fit.")
+        return self.feature_names_in_.copy()
