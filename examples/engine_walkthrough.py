@@ -26,7 +26,7 @@ EPSILON, DELTA, SEED = 1.0, 1e-9, 0
 
 
 def main():
-    adult = load_adult()
+    adult = load_adult(discretized=True)
     domain, real = adult.domain, adult.frame
     codes = as_codes(real, domain)
     rng = np.random.default_rng(SEED)

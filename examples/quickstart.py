@@ -14,7 +14,7 @@ from skdpsynth.metrics import marginal_tvd, tstr_score
 
 
 def main():
-    adult = load_adult()
+    adult = load_adult(discretized=True)
     real, domain = adult.frame, adult.domain
     start = time.perf_counter()
     mst = MSTSynthesizer(epsilon=1.0, delta=1e-9, domain=domain.to_dict(), random_state=0).fit(real)

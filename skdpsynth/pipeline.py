@@ -144,7 +144,7 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
     >>> from skdpsynth import MSTSynthesizer
     >>> from skdpsynth.datasets import load_adult
     >>> from skdpsynth.pipeline import TrainOnSynthetic
-    >>> adult = load_adult()
+    >>> adult = load_adult(discretized=True)
     >>> data = adult.frame.sample(4000, random_state=0)
     >>> features, target = ["education-num", "marital-status", "sex"], adult.target_name
     >>> X, y = data[features].iloc[:3000], data[target].iloc[:3000]

@@ -29,7 +29,7 @@ DELTA = 1e-9
 
 @pytest.fixture(scope="module")
 def adult():
-    return load_adult()
+    return load_adult(discretized=True)
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ RACES = ["White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black"]
 
 @pytest.fixture(scope="module")
 def adult():
-    return load_adult()
+    return load_adult(discretized=True)
 
 
 @pytest.fixture(scope="module")

@@ -53,7 +53,7 @@ def _load(dataset: str, data: Path | None, domain: Path | None):
     if dataset == "adult":
         from ..datasets import adult_discretized_paths, load_adult
 
-        bunch = load_adult()
+        bunch = load_adult(discretized=True)
         csv, dom_json = adult_discretized_paths()
         return bunch.frame, bunch.domain, bunch.target_name, csv, dom_json
     if dataset == "nltcs":

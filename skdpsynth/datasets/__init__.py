@@ -1,4 +1,4 @@
 """Bundled data sets and their public schemas."""
-from ._adult import adult_discretized_paths, load_adult
+from ._adult import adult_discretized_paths, adult_schema_path, load_adult
 
-__all__ = ["load_adult", "adult_discretized_paths"]
+__all__ = ["load_adult", "adult_discretized_paths", "adult_schema_path"]

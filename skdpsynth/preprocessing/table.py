@@ -715,7 +715,7 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
         parts = {}
         for s, cols in self._groups.items():
             out = self.discretizers_[s].transform(frame[cols])
-            parts.update({c: out[c].array for c in cols})
+            parts.update({c: out[c].set_axis(frame.index) for c in cols})
         if self.encoder_ is not None:
             out = self.encoder_.transform(frame[self.categorical_columns_])
             for c in self.categorical_columns_:
@@ -735,8 +735,11 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
                     kept = [v for v in col.categories if not any(v is d or v == d for d in drop)]
                     col = col.set_categories(pd.Index(kept, dtype=object))
                 parts[c] = col
-        return pd.DataFrame({c: parts[c] for c in self.feature_names_in_}, index=frame.index,
-                            columns=list(self.feature_names_in_))
+        # Concatenating Series keeps each column's dtype (a dict of bare arrays would let pandas
+        # re-infer, e.g. object strings -> "str").
+        columns = [parts[c].rename(c) if isinstance(parts[c], pd.Series) else pd.Series(parts[c], index=frame.index, name=c)
+                   for c in self.feature_names_in_]
+        return pd.concat(columns, axis=1)
 
     def inverse_transform(self, Xt, method="uniform"):
         """Map binned/encoded records back to the original column names, order and dtypes.
@@ -759,13 +762,16 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
         parts = {}
         for s, cols in self._groups.items():
             out = self.discretizers_[s].inverse_transform(frame[cols], method=method)
-            parts.update({c: out[c].array for c in cols})
+            parts.update({c: out[c].set_axis(frame.index) for c in cols})
         if self.encoder_ is not None:
             # The encoder reads the values (labels), so exact columns need no extra categories back.
             out = self.encoder_.inverse_transform(frame[self.categorical_columns_])
-            parts.update({c: out[c].array for c in self.categorical_columns_})
-        return pd.DataFrame({c: parts[c] for c in self.feature_names_in_}, index=frame.index,
-                            columns=list(self.feature_names_in_))
+            parts.update({c: out[c].set_axis(frame.index) for c in self.categorical_columns_})
+        # Concatenating Series keeps each column's dtype (a dict of bare arrays would let pandas
+        # re-infer, e.g. object strings -> "str").
+        columns = [parts[c].rename(c) if isinstance(parts[c], pd.Series) else pd.Series(parts[c], index=frame.index, name=c)
+                   for c in self.feature_names_in_]
+        return pd.concat(columns, axis=1)
 
     def get_feature_names_out(self, input_features=None):
         """Output column names: the input column names.

@@ -85,7 +85,7 @@ class AIMSynthesizer(BaseSynthesizer):
     --------
     >>> from skdpsynth import AIMSynthesizer
     >>> from skdpsynth.datasets import load_adult
-    >>> adult = load_adult()
+    >>> adult = load_adult(discretized=True)
     >>> X = adult.frame.iloc[:3000, [1, 6, 8, 13]]
     >>> aim = AIMSynthesizer(epsilon=1.0, domain=adult.domain.project(X.columns).to_dict(), random_state=0)
     >>> aim.fit(X).sample(10).shape

@@ -123,7 +123,7 @@ class MSTSynthesizer(BaseSynthesizer):
     --------
     >>> from skdpsynth import MSTSynthesizer
     >>> from skdpsynth.datasets import load_adult
-    >>> adult = load_adult()
+    >>> adult = load_adult(discretized=True)
     >>> X = adult.frame.iloc[:2000, :5]
     >>> mst = MSTSynthesizer(epsilon=1.0, domain=adult.domain.project(X.columns).to_dict(),
     ...                      random_state=0).fit(X)
