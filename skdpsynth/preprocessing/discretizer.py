@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
 from ..utils import check_random_state
+from ._input import as_frame
 
 __all__ = ["DPKBinsDiscretizer"]
 
@@ -248,19 +249,6 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
 
     # -- input handling ----------------------------------------------------
     @staticmethod
-    def _as_frame(X, names=None) -> pd.DataFrame:
-        if isinstance(X, pd.DataFrame):
-            return X
-        if isinstance(X, pd.Series):
-            return X.to_frame()
-        arr = np.asarray(X)
-        if arr.ndim != 2:
-            raise ValueError(f"Expected a DataFrame or a 2-D array, got an array of shape {arr.shape}.")
-        if names is None or len(names) != arr.shape[1]:
-            names = [f"x{i}" for i in range(arr.shape[1])]
-        return pd.DataFrame(arr, columns=list(names))
-
-    @staticmethod
     def _numeric_values(frame: pd.DataFrame, name) -> np.ndarray:
         col = frame[name]
         dtype = col.dtype
@@ -342,11 +330,9 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
         self
         """
         self._check_params()
-        frame = self._as_frame(X)
+        frame = as_frame(X)
         if frame.shape[0] == 0 or frame.shape[1] == 0:
             raise ValueError(f"DPKBinsDiscretizer needs at least one row and one column, got shape {frame.shape}.")
-        if frame.columns.has_duplicates:
-            raise ValueError("Column names must be unique.")
         columns = list(frame.columns)
         values = {c: self._numeric_values(frame, c) for c in columns}
         n_bins, public = self._per_column(columns)
@@ -431,7 +417,7 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
 
     def _frame_for(self, X, what: str) -> pd.DataFrame:
         names = list(self.feature_names_in_)
-        frame = self._as_frame(X, names)
+        frame = as_frame(X, names)
         if isinstance(X, pd.DataFrame) or isinstance(X, pd.Series):
             missing = [c for c in names if c not in frame.columns]
             if missing:

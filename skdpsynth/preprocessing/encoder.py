@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
 from ..utils import check_random_state
+from ._input import as_frame
 
 __all__ = ["DPCategoricalEncoder", "dp_threshold", "release_above_threshold"]
 
@@ -255,23 +256,6 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
         return tags
 
     # -- validation -----------------------------------------------------------
-    @staticmethod
-    def _as_frame(X, what="X") -> pd.DataFrame:
-        if isinstance(X, pd.DataFrame):
-            frame = X
-        else:
-            if hasattr(X, "toarray") or hasattr(X, "tocsr"):
-                raise TypeError("Sparse input is not supported; pass a DataFrame.")
-            arr = np.asarray(X, dtype=object) if not isinstance(X, np.ndarray) else X
-            if arr.ndim != 2:
-                raise ValueError(f"{what} must be 2-D (a DataFrame or an array), got shape {arr.shape}.")
-            frame = pd.DataFrame(arr, columns=[f"x{j}" for j in range(arr.shape[1])])
-        if frame.shape[1] == 0:
-            raise ValueError(f"{what} has no columns.")
-        if frame.columns.has_duplicates:
-            raise ValueError(f"{what} has duplicate column names.")
-        return frame
-
     def _check_params(self, columns) -> dict:
         if self.handle_unknown not in _HANDLE_UNKNOWN:
             raise ValueError(f"handle_unknown must be one of {_HANDLE_UNKNOWN}, got {self.handle_unknown!r}.")
@@ -361,7 +345,9 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
         -------
         self
         """
-        frame = self._as_frame(X)
+        frame = as_frame(X, keep_object_lists=True)
+        if frame.shape[1] == 0:
+            raise ValueError("X has no columns.")
         if len(frame) == 0:
             raise ValueError("X has no records (0 rows).")
         columns = list(frame.columns)
@@ -431,14 +417,14 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "categories_")
         names = list(self.feature_names_in_)
         if isinstance(X, pd.DataFrame):
-            frame = self._as_frame(X, what)
+            frame = as_frame(X, what=what, keep_object_lists=True)
             absent = [c for c in names if c not in set(frame.columns)]
             extra = [c for c in frame.columns if c not in set(names)]
             if absent or extra:
                 raise ValueError(f"{what} columns differ from those seen in fit: missing {absent}, "
                                  f"unexpected {extra}.")
             return frame[names]
-        frame = self._as_frame(X, what)
+        frame = as_frame(X, what=what, keep_object_lists=True)
         if frame.shape[1] != self.n_features_in_:
             raise ValueError(f"{what} has {frame.shape[1]} columns, expected {self.n_features_in_}.")
         frame.columns = names

@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..privacy import PrivacyLedger, PrivacyLeakWarning, warn_privacy_leak
 from ..utils import check_random_state
+from ._input import as_frame
 from .discretizer import DPKBinsDiscretizer
 from .encoder import DPCategoricalEncoder
 
@@ -494,28 +495,10 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
         if not (_is_number(f) and 0 < f < 1):
             raise ValueError(f"numeric_epsilon_fraction must be in (0, 1), got {f!r}.")
 
-    @staticmethod
-    def _as_frame(X, names=None, what="X") -> pd.DataFrame:
-        if isinstance(X, pd.DataFrame):
-            frame = X
-        else:
-            if hasattr(X, "toarray") or hasattr(X, "tocsr"):
-                raise TypeError("Sparse input is not supported; pass a DataFrame.")
-            arr = np.asarray(X)
-            if arr.ndim != 2:
-                raise ValueError(f"{what} must be a DataFrame or a 2-D array, got shape {arr.shape}.")
-            if names is None or len(names) != arr.shape[1]:
-                names = [f"x{j}" for j in range(arr.shape[1])]
-            frame = pd.DataFrame(arr, columns=list(names))
-        if frame.columns.has_duplicates:
-            dup = list(frame.columns[frame.columns.duplicated()].unique())
-            raise ValueError(f"{what} has duplicate column names {dup}.")
-        return frame
-
     def _frame_for(self, X, what) -> pd.DataFrame:
         check_is_fitted(self, "schema_")
         names = list(self.feature_names_in_)
-        frame = self._as_frame(X, names, what)
+        frame = as_frame(X, names, what)
         missing = [c for c in names if c not in set(frame.columns)]
         extra = [c for c in frame.columns if c not in set(names)]
         if missing or extra:
@@ -549,7 +532,7 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
         """
         self._check_params()
         schema = normalize_schema(self.schema)
-        frame = self._as_frame(X)
+        frame = as_frame(X)
         if frame.shape[0] == 0 or frame.shape[1] == 0:
             raise ValueError(f"TableDiscretizer needs at least one row and one column, got shape {frame.shape}.")
         columns = list(frame.columns)
