@@ -5,12 +5,13 @@ __version__ = "0.1.0.dev0"
 from .domain import Domain  # noqa: E402
 from .pipeline import SynthesisPipeline, TrainOnSynthetic, make_synthesis_pipeline  # noqa: E402
 from .privacy import PrivacyLedger, PrivacyLeakWarning  # noqa: E402
-from .synthesizers import AIMSynthesizer, BaseSynthesizer, MSTSynthesizer  # noqa: E402
+from .synthesizers import AIMSynthesizer, BaseSynthesizer, HybridSynthesizer, MSTSynthesizer  # noqa: E402
 
 __all__ = [
     "AIMSynthesizer",
     "BaseSynthesizer",
     "Domain",
+    "HybridSynthesizer",
     "MSTSynthesizer",
     "PrivacyLedger",
     "PrivacyLeakWarning",

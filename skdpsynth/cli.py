@@ -11,11 +11,19 @@ would have to be read from the private data: the command says which and stops
 unless ``--infer-schema`` is given (then it proceeds with a privacy-leak
 warning).  ``demo`` runs the same chain on the bundled Adult data with its
 public schema.
+
+Progress (budget used, rounds, the estimation's residual) goes to stderr;
+``-q`` silences it.  ``--report`` writes a self-contained HTML report (privacy
+ledger, 1/2/3-way TVD, per-column distributions and an association-difference
+heat map when matplotlib is installed: ``pip install 'skdpsynth[report]'``).
+With ``--target`` a stratified ``--test-size`` share of the records is held
+out of the fit and the report adds train-on-synthetic-test-on-real accuracy.
+The report compares against the real data, so it is *not* private: keep it
+with the data owner.
 """
 from __future__ import annotations
 
 import argparse
-import html
 import sys
 import time
 import warnings
@@ -31,59 +39,77 @@ __all__ = ["main"]
 
 
 def _synthesizers() -> dict:
-    from .synthesizers import AIMSynthesizer, MSTSynthesizer
+    from .synthesizers import AIMSynthesizer, HybridSynthesizer, MSTSynthesizer
 
-    return {"aim": AIMSynthesizer, "mst": MSTSynthesizer}
+    return {"aim": AIMSynthesizer, "hybrid": HybridSynthesizer, "mst": MSTSynthesizer}
 
 
-def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins: int, seed, verbose: int):
+def _parties(text: str) -> dict:
+    """``"KxS"`` -> the HybridSynthesizer partition recipe (K row slices x S contiguous column groups)."""
+    try:
+        k, s = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected KxS such as 2x2, got {text!r}") from None
+    if k < 1 or s < 1:
+        raise argparse.ArgumentTypeError(f"K and S must be >= 1, got {text!r}")
+    return {"n_slices": k, "n_vertical": s}
+
+
+def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins: int, seed, verbose: int,
+                   parties: dict | None = None):
     """The preprocessing + synthesizer chain the command runs (public schema: preprocessing is free)."""
-    synth = _synthesizers()[method](epsilon=epsilon, delta=delta, random_state=seed, verbose=verbose)
+    extra = {"partition": parties} if method == "hybrid" else {}
+    synth = _synthesizers()[method](epsilon=epsilon, delta=delta, random_state=seed, verbose=verbose, **extra)
     return SynthesisPipeline([("table", TableDiscretizer(schema, n_bins=n_bins, random_state=seed)), ("synth", synth)])
 
 
-def fidelity(pipe: SynthesisPipeline, real: pd.DataFrame, synthetic: pd.DataFrame) -> dict:
-    """Average TVD over 1/2/3-way marginals, both tables discretized by the fitted preprocessing step."""
-    from .metrics import marginal_tvd
+def _split(real: pd.DataFrame, target: str | None, test_size: float, seed):
+    """Hold out ``test_size`` of the rows (stratified by the target) for TSTR; the synthesizer never sees them."""
+    if target is None:
+        return real, None
+    if target not in real.columns:
+        raise SystemExit(f"--target {target!r} is not a column of the input; columns: {list(real.columns)}")
+    from sklearn.model_selection import train_test_split
+
+    labels = real[target].astype("string").fillna("<NA>")
+    stratify = labels if labels.value_counts().min() >= 2 else None
+    train, test = train_test_split(real, test_size=test_size, random_state=seed, stratify=stratify)
+    return train, test
+
+
+def evaluate(pipe: SynthesisPipeline, real: pd.DataFrame, synthetic: pd.DataFrame, test, target) -> dict:
+    """Fidelity (1/2/3-way TVD on the fitted discretization) and, with a target, TSTR on the held-out rows."""
+    from .metrics import marginal_tvd, tstr_score
 
     table = pipe.named_steps_["table"]
-    real_t, synth_t = table.transform(real), table.transform(synthetic)
+    real_codes, synth_codes = table.transform(real), table.transform(synthetic)
     ways = tuple(k for k in (1, 2, 3) if k <= real.shape[1])
-    return marginal_tvd(real_t, synth_t, ways=ways)
-
-
-def write_report(path: Path, *, title: str, pipe: SynthesisPipeline, tvd: dict, seconds: float, n_rows: int) -> None:
-    """A self-contained HTML report (tables only): the ledger summary and the fidelity scores."""
-    ledger = pipe.privacy_ledger_
-    frame = ledger.to_frame()
-    summary = frame.groupby(["party", "mechanism"], dropna=False).agg(
-        releases=("description", "size"), rho=("rho", "sum"), epsilon=("epsilon", "sum")
-    )
-    delta = getattr(pipe.named_steps_["synth"], "delta", None)
-    statement = f"({ledger.epsilon(delta):.4f}, {delta:g})-DP" if delta else f"{ledger.total_epsilon():.4f}-DP"
-    rows = "".join(f"<tr><td>{k}-way</td><td>{v:.4f}</td></tr>" for k, v in tvd.items())
-    path.write_text(
-        f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:.3em .6em}}</style></head><body>
-<h1>{html.escape(title)}</h1>
-<p>{n_rows:,} synthetic records in {seconds:.1f} s. Privacy guarantee of the whole fit: <b>{statement}</b>
-(zCDP total {ledger.total_zcdp():.6g}).</p>
-<h2>Privacy ledger</h2>{summary.to_html()}
-<h2>Fidelity</h2><p>Average total variation distance between real and synthetic marginals
-(both discretized by the fitted preprocessing step; 0 is identical, 1 is disjoint).</p>
-<table><tr><th>marginals</th><th>average TVD</th></tr>{rows}</table>
-</body></html>""",
-        encoding="utf-8",
-    )
+    out = {"real_codes": real_codes, "synthetic_codes": synth_codes,
+           "tvd": marginal_tvd(real_codes, synth_codes, ways=ways), "tstr": None}
+    if target is not None:
+        train_codes = table.transform(real.drop(index=test.index, errors="ignore"))
+        test_codes = table.transform(test)
+        majority = test_codes[target].value_counts(normalize=True).reindex(
+            [train_codes[target].value_counts().idxmax()]).fillna(0).iloc[0]
+        out["tstr"] = {
+            "target": target, "metric": "accuracy", "n_test": len(test),
+            "synthetic": tstr_score(train_codes, synth_codes, test_codes, target),
+            "real": tstr_score(train_codes, train_codes, test_codes, target),
+            "majority": float(majority),
+        }
+    return out
 
 
 def _run(real: pd.DataFrame, schema, args, title: str) -> int:
     start = time.perf_counter()
     verbose = 0 if args.quiet else 1
+    train, test = _split(real, args.target, args.test_size, args.seed)
+    if test is not None and not args.quiet:
+        print(f"holding out {len(test):,} of {len(real):,} records (test-size {args.test_size:g}) to measure "
+              f"train-on-synthetic-test-on-real accuracy for {args.target!r}; the synthesizer never sees them")
     pipe = build_pipeline(schema, method=args.method, epsilon=args.epsilon, delta=args.delta, n_bins=args.bins,
-                          seed=args.seed, verbose=verbose)
-    pipe.fit(real)
+                          seed=args.seed, verbose=verbose, parties=args.parties)
+    pipe.fit(train)
     synthetic = pipe.sample(args.rows)
     seconds = time.perf_counter() - start
     out = Path(args.output)
@@ -95,10 +121,23 @@ def _run(real: pd.DataFrame, schema, args, title: str) -> int:
         print(f"wrote {len(synthetic):,} records to {out} in {seconds:.1f} s")
         print(f"privacy: {len(ledger)} releases, ({ledger.epsilon(delta):.4f}, {delta:g})-DP")
     if args.report:
-        tvd = fidelity(pipe, real, synthetic)
-        write_report(Path(args.report), title=title, pipe=pipe, tvd=tvd, seconds=seconds, n_rows=len(synthetic))
+        from .metrics.report import write_report
+
+        scores = evaluate(pipe, real, synthetic, test, args.target)
+        written = write_report(
+            Path(args.report), real=real, synthetic=synthetic, real_codes=scores["real_codes"],
+            synthetic_codes=scores["synthetic_codes"], ledger=ledger, delta=delta, title=title,
+            tvd=scores["tvd"], tstr=scores["tstr"], seconds=seconds, plots=False if args.no_plots else "auto")
         if not args.quiet:
-            print("average TVD: " + ", ".join(f"{k}-way {v:.4f}" for k, v in tvd.items()) + f"; report: {args.report}")
+            tvd = scores["tvd"]
+            print("average TVD: " + ", ".join(f"{k}-way {v:.4f}" for k, v in tvd.items()))
+            if scores["tstr"]:
+                t = scores["tstr"]
+                print(f"TSTR accuracy for {t['target']!r}: {t['synthetic']:.4f} (train on real: {t['real']:.4f}, "
+                      f"majority class: {t['majority']:.4f})")
+            images = written.get("images") or []
+            print(f"report: {written['html']}" + (f" (+ {len(images)} PNGs)" if images else
+                                                  " (tables only; pip install 'skdpsynth[report]' for plots)"))
     return 0
 
 
@@ -130,6 +169,11 @@ def _demo(args) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     args.output = str(folder / "synthetic.csv")
     args.report = str(folder / "report.html")
+    if args.rows is None:
+        # Public: adult.names states the number of instances (48,842), so the demo may reproduce it exactly.
+        args.rows = len(adult.frame)
+    if args.target is None and not args.no_target:
+        args.target = adult.target_name
     if not args.quiet:
         print(f"Adult (bundled, {len(adult.frame):,} records x {adult.frame.shape[1]} columns), public schema, "
               f"{args.method.upper()} at epsilon={args.epsilon}, delta={args.delta}")
@@ -140,14 +184,35 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="skdpsynth", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
 
+    def checked(kind, test, what):
+        def parse(text):
+            try:
+                value = kind(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{text!r} is not a valid {kind.__name__}") from None
+            if not test(value):
+                raise argparse.ArgumentTypeError(f"must be {what}, got {text}")
+            return value
+        return parse
+
     def common(p):
-        p.add_argument("--epsilon", type=float, default=1.0)
-        p.add_argument("--delta", type=float, default=1e-9)
+        p.add_argument("--epsilon", type=checked(float, lambda v: 0 < v < float("inf"), "a number > 0"),
+                       default=1.0)
+        p.add_argument("--delta", type=checked(float, lambda v: 0 < v < 1, "in (0, 1)"), default=1e-9)
         p.add_argument("--method", choices=sorted(_synthesizers()), default="mst")
-        p.add_argument("--rows", type=int, default=None, help="number of records (default: the noisy count)")
-        p.add_argument("--bins", type=int, default=16, help="bins per numeric column")
+        p.add_argument("--parties", type=_parties, default=None, metavar="KxS",
+                       help="--method hybrid: simulate K row slices x S column groups (default 1x1)")
+        p.add_argument("--rows", type=checked(int, lambda v: v >= 0, "an integer >= 0"), default=None,
+                       help="number of synthetic records (default: the DP estimate of the record count)")
+        p.add_argument("--bins", type=checked(int, lambda v: v >= 1, "an integer >= 1"), default=16,
+                       help="bins per numeric column without its own n_bins/edges in the schema")
+        p.add_argument("--target", default=None,
+                       help="label column: hold out --test-size of the records and report train-on-synthetic-"
+                            "test-on-real accuracy")
+        p.add_argument("--test-size", type=checked(float, lambda v: 0 < v < 1, "in (0, 1)"), default=0.2)
+        p.add_argument("--no-plots", action="store_true", help="tables-only report even if matplotlib is installed")
         p.add_argument("--seed", type=int, default=None)
-        p.add_argument("-q", "--quiet", action="store_true")
+        p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary output")
 
     syn = sub.add_parser("synthesize", help="synthesize a CSV file")
     syn.add_argument("input")
@@ -158,6 +223,7 @@ def main(argv=None) -> int:
     common(syn)
     demo = sub.add_parser("demo", help="the whole chain on bundled Adult")
     demo.add_argument("--out", default="skdpsynth-demo")
+    demo.add_argument("--no-target", action="store_true", help="no TSTR hold-out (fit on every record)")
     common(demo)
     args = ap.parse_args(argv)
     return _synthesize(args) if args.command == "synthesize" else _demo(args)

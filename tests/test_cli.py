@@ -64,5 +64,56 @@ def test_demo_writes_adult_in_its_original_schema(tmp_path):
     synthetic = pd.read_csv(tmp_path / "synthetic.csv")
     adult = load_adult()
     assert list(synthetic.columns) == list(adult.frame.columns)
-    assert abs(len(synthetic) - len(adult.frame)) < 1000  # the noisy count: sigma of the total is ~40
-    assert (tmp_path / "report.html").exists()
+    assert len(synthetic) == len(adult.frame)  # the public count of adult.names
+    text = (tmp_path / "report.html").read_text()
+    assert "train on synthetic" in text.lower() and "'income'" not in text  # the TSTR section, names escaped
+    assert (tmp_path / "report_files" / "columns.png").exists() == _has_matplotlib()
+
+
+def _has_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_target_holds_out_records_and_reports_tstr(table, tmp_path, capsys):
+    frame, path, schema_path = table
+    out, report = tmp_path / "synthetic.csv", tmp_path / "report.html"
+    code = main(["synthesize", str(path), "--schema", str(schema_path), "--target", "color", "--test-size", "0.3",
+                 "-o", str(out), "--report", str(report), "--seed", "0", "--bins", "8", "--no-plots"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "holding out 450 of 1,500 records" in printed and "TSTR accuracy for 'color'" in printed
+    text = report.read_text()
+    assert "<img" not in text and not (tmp_path / "report_files").exists()
+    # age separates red from the rest, so training on synthetic beats the majority class (~1/3 each).
+    tstr = float(printed.split("TSTR accuracy for 'color': ")[1].split()[0])
+    assert tstr > 0.5
+
+
+def test_target_must_be_a_column(table, tmp_path):
+    _, path, schema_path = table
+    with pytest.raises(SystemExit, match="not a column"):
+        main(["synthesize", str(path), "--schema", str(schema_path), "--target", "nope", "-q",
+              "-o", str(tmp_path / "s.csv")])
+
+
+@pytest.mark.parametrize("args", [["--epsilon", "0"], ["--epsilon", "-1"], ["--delta", "1"], ["--rows", "-5"],
+                                  ["--bins", "0"], ["--test-size", "1.5"], ["--epsilon", "abc"]])
+def test_bad_numbers_are_rejected_by_the_parser(table, tmp_path, args, capsys):
+    _, path, schema_path = table
+    with pytest.raises(SystemExit) as info:
+        main(["synthesize", str(path), "--schema", str(schema_path), "-q", *args])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and ("must be" in err or "not a valid" in err)
+
+
+@pytest.mark.parametrize("method, extra", [("aim", []), ("hybrid", ["--parties", "2x2"])])
+def test_every_method_runs_from_the_command_line(table, tmp_path, method, extra):
+    _, path, schema_path = table
+    out = tmp_path / f"{method}.csv"
+    assert main(["synthesize", str(path), "--schema", str(schema_path), "--method", method, *extra, "--rows", "300",
+                 "-o", str(out), "-q", "--seed", "0", "--bins", "6"]) == 0
+    assert len(pd.read_csv(out)) == 300

@@ -8,7 +8,7 @@ from skdpsynth import AIMSynthesizer, Domain, MSTSynthesizer
 from skdpsynth.graphical import Measurement, model_size_mb
 from skdpsynth.metrics import marginal_tvd
 from skdpsynth.privacy import cdp_rho
-from skdpsynth.synthesizers.aim import _resolve_workload
+from skdpsynth.synthesizers.select_measure import resolve_workload as _resolve_workload
 from skdpsynth.synthesizers.mst import DomainCompression
 from skdpsynth.synthesizers.select_measure import compile_workload
 

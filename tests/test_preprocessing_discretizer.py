@@ -370,3 +370,44 @@ def test_inverse_transform_rejects_bad_codes():
         disc.inverse_transform(pd.DataFrame({"a": [0.5]}))
     with pytest.raises(ValueError, match="method"):
         disc.inverse_transform(pd.DataFrame({"a": [0]}), method="median")
+
+
+# -- public edges ---------------------------------------------------------------------------------------
+def test_public_edges_fix_the_bins_for_free_and_keep_a_point_mass():
+    X = pd.DataFrame({"gain": np.r_[np.zeros(90, dtype=np.int64), np.arange(1, 11) * 900],
+                      "age": np.arange(100) % 70 + 18})
+    disc = DPKBinsDiscretizer(n_bins=4, bounds={"age": (18, 90)}, edges={"gain": [0, 1, 5000, 10000]},
+                              output="code", random_state=0).fit(X)
+    assert disc.bin_edges_["gain"].tolist() == [0.0, 1.0, 5000.0, 10000.0]
+    assert disc.n_bins_ == {"gain": 3, "age": 4} and disc.bounds_["gain"] == (0.0, 10000.0)
+    assert len(disc.privacy_ledger_) == 0
+    codes = disc.transform(X)["gain"].to_numpy()
+    assert (codes == 0).sum() == 90
+    back = disc.inverse_transform(disc.transform(X))["gain"]
+    assert back.dtype == np.int64 and ((back == 0) == (X["gain"] == 0)).all()  # [0, 1) holds only the integer 0
+
+
+def test_public_edges_with_dp_quantiles_elsewhere_spends_only_on_the_others():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=500), "b": rng.integers(0, 100, 500)})
+    disc = DPKBinsDiscretizer(n_bins=4, strategy="quantile", bounds={"a": (-5, 5)}, edges={"b": [0, 50, 100]},
+                              epsilon=1.0, random_state=0).fit(X)
+    assert disc.bin_edges_["b"].tolist() == [0.0, 50.0, 100.0]
+    described = disc.privacy_ledger_.to_frame()["description"].tolist()
+    assert len(described) == 3 and all("'a'" in d for d in described)
+
+
+@pytest.mark.parametrize("edges, kwargs, match", [
+    ({"b": [0]}, {}, "at least two"),
+    ({"b": [0, 0, 1]}, {}, "strictly increasing"),
+    ({"b": [0, np.inf]}, {}, "finite"),
+    ({"b": "0,1"}, {}, "sequence"),
+    ({"zz": [0, 1]}, {}, "not in the data"),
+    ({"b": [0, 1, 2]}, {"bounds": {"b": (0, 2)}}, "both public edges and bounds"),
+    ({"b": [0, 1, 2]}, {"n_bins": {"a": 3, "b": 5}}, "contradicts"),
+])
+def test_public_edges_validation(edges, kwargs, match):
+    X = pd.DataFrame({"a": [1.0, 2.0], "b": [0, 1]})
+    kwargs = {"bounds": {"a": (0, 3)}, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        DPKBinsDiscretizer(edges=edges, **kwargs).fit(X)

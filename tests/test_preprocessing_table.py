@@ -379,3 +379,31 @@ def test_sklearn_surface():
     assert cloned.get_params()["schema"] == schema and cloned.n_bins == 4
     with pytest.raises(Exception, match="not fitted"):
         table.transform(mixed_frame(10))
+
+
+# -- public edges in the schema ------------------------------------------------------------------------
+def test_schema_edges_are_free_round_trip_and_reappear_in_the_fitted_schema():
+    X = pd.DataFrame({"gain": np.r_[np.zeros(95, dtype=np.int64), np.arange(1, 6) * 3000],
+                      "city": ["Oslo", "Rome"] * 50})
+    schema = {"gain": {"type": "numeric", "edges": [0, 1, 5000, 20000]}, "city": ["Oslo", "Rome"]}
+    table = TableDiscretizer(schema, random_state=0).fit(X)
+    assert len(table.privacy_ledger_) == 0
+    assert table.schema_["gain"] == {"type": "numeric", "edges": [0.0, 1.0, 5000.0, 20000.0]}
+    assert len(table.transform(X)["gain"].cat.categories) == 3
+    back = table.inverse_transform(table.transform(X))
+    assert ((back["gain"] == 0) == (X["gain"] == 0)).all() and back["gain"].dtype == np.int64
+    # The fitted schema is a public schema: refitting with it gives the same bins.
+    again = TableDiscretizer(schema_from_json(table.to_json()), random_state=0).fit(X)
+    assert again.schema_ == table.schema_
+
+
+@pytest.mark.parametrize("spec, match", [
+    ({"type": "numeric", "edges": [1]}, "at least two"),
+    ({"type": "numeric", "edges": [0, 2, 1]}, "strictly increasing"),
+    ({"type": "numeric", "edges": "0 1"}, "list of numbers"),
+    ({"type": "numeric", "edges": [0, 1, 2], "bounds": [0, 5]}, "contradicts"),
+    ({"type": "numeric", "edges": [0, 1, 2], "n_bins": 4}, "contradicts"),
+])
+def test_schema_edges_validation(spec, match):
+    with pytest.raises(ValueError, match=match):
+        normalize_schema({"gain": spec})

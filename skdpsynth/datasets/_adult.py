@@ -64,7 +64,12 @@ def load_adult(*, discretized: bool = False) -> Bunch:
     top-coded at 90), education-num 1–16 (the 16 education levels), hours per
     week 1–99, capital gain 0–99,999 (the census top code), capital loss
     0–5,000 and fnlwgt 10,000–1,500,000 (round limits; values outside are
-    clipped into the end bins by the discretizer).
+    clipped into the end bins by the discretizer). Capital gain and loss have
+    public bin ``edges`` instead of equal-width bins: most people report
+    none, so exactly 0 gets its own bin ``[0, 1)``, followed by round-number
+    bins (chosen from the variables' ranges, not from counts); equal-width
+    bins would smear the mass at 0 over the first bin when synthetic values
+    are drawn back from bins.
 
     Examples
     --------

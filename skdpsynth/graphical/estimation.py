@@ -151,6 +151,17 @@ class EstimationInfo:
     seconds: float
     converged: bool
     loss_history: list[float] = field(default_factory=list, repr=False)
+    n_answers: int = 0
+
+    @property
+    def residual(self) -> float:
+        """Root-mean-square of the standardized residuals (Q μ − y) / σ over all measured answers.
+
+        About 1 when the model fits the measurements to their noise level;
+        well above 1 means the estimate has not converged (or the
+        measurements are inconsistent beyond their noise).
+        """
+        return float(np.sqrt(self.loss / self.n_answers)) if self.n_answers else float("nan")
 
 
 def _canonical_measurement(domain: Domain, m: Measurement) -> Measurement:
@@ -351,5 +362,6 @@ def mirror_descent(
 
     model = GraphicalModel(domain, theta, total)
     model.set_calibration(jt, marginals, log_z)
-    info = EstimationInfo(it, loss, alpha, calls, time.perf_counter() - start, converged, history)
+    info = EstimationInfo(it, loss, alpha, calls, time.perf_counter() - start, converged, history,
+                          sum(m.n_answers for m in measurements))
     return model, info

@@ -6,15 +6,18 @@ differentially private themselves.
 from __future__ import annotations
 
 from .fidelity import kl_divergence, marginal_tvd
+from .report import cramers_v, write_report
 from .scorers import marginal_scorer, tstr_scorer
 from .utility import MisclassificationErrors, misclassification_variance, tstr_score
 
 __all__ = [
     "MisclassificationErrors",
+    "cramers_v",
     "kl_divergence",
     "marginal_scorer",
     "marginal_tvd",
     "misclassification_variance",
     "tstr_score",
     "tstr_scorer",
+    "write_report",
 ]

@@ -167,6 +167,14 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
         closed="left")`` (ordered), or the integers 0 .. k - 1 (ordered).
     random_state : None, int, numpy.random.Generator, ...
         Source of the DP noise and of :meth:`inverse_transform`'s draws (see there).
+    edges : None or dict, default=None
+        Public bin edges ``{column: [e_0, e_1, ..., e_k]}`` (finite, strictly
+        increasing, at least two). They fix the column's bins completely and
+        cost nothing; ``n_bins``, ``strategy`` and ``bounds`` do not apply to
+        it (``n_bins`` as a dict may omit it or must say k; ``bounds`` must not
+        name it). Use them for public knowledge such as "most people have no
+        capital gain": ``[0, 1, 5000, 10000, 100000]`` gives an integer column
+        a bin holding exactly 0.
 
     Attributes
     ----------
@@ -238,8 +246,9 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_bins=10, *, strategy="uniform", bounds=None, epsilon=None,
-                 bounds_epsilon_fraction=0.5, output="interval", random_state=None):
+                 bounds_epsilon_fraction=0.5, output="interval", random_state=None, edges=None):
         self.n_bins = n_bins
+        self.edges = edges
         self.strategy = strategy
         self.bounds = bounds
         self.epsilon = epsilon
@@ -266,11 +275,34 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
             )
         return values
 
+    def _public_edges(self, columns) -> dict:
+        if self.edges is None:
+            return {}
+        if not isinstance(self.edges, Mapping):
+            raise TypeError(f"edges must be None or a dict {{column: [e_0, ..., e_k]}}, got "
+                            f"{type(self.edges).__name__}.")
+        unknown = set(self.edges) - set(columns)
+        if unknown:
+            raise ValueError(f"edges names columns that are not in the data: {sorted(map(str, unknown))}.")
+        out = {}
+        for c, e in self.edges.items():
+            if isinstance(e, (str, bytes)) or not np.iterable(e):
+                raise ValueError(f"edges for column {c!r} must be a sequence of numbers, got {e!r}.")
+            values = list(e)
+            if len(values) < 2 or not all(_is_number(v) for v in values):
+                raise ValueError(f"edges for column {c!r} must be at least two numbers, got {e!r}.")
+            arr = np.asarray(values, dtype=np.float64)
+            if not (np.all(np.isfinite(arr)) and np.all(np.diff(arr) > 0)):
+                raise ValueError(f"edges for column {c!r} must be finite and strictly increasing, got {e!r}.")
+            out[c] = arr
+        return out
+
     def _per_column(self, columns):
+        public_edges = self._public_edges(columns)
         # n_bins
         if isinstance(self.n_bins, Mapping):
             unknown = set(self.n_bins) - set(columns)
-            missing = [c for c in columns if c not in self.n_bins]
+            missing = [c for c in columns if c not in self.n_bins and c not in public_edges]
             if unknown or missing:
                 raise ValueError(f"n_bins dict must name exactly the columns; unknown: "
                                  f"{sorted(map(str, unknown))}, missing: {list(map(str, missing))}.")
@@ -281,6 +313,11 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
             if not _is_int(k) or k < 1:
                 raise ValueError(f"n_bins for column {c!r} must be an integer >= 1, got {k!r}.")
             n_bins[c] = int(k)
+        for c, e in public_edges.items():
+            if isinstance(self.n_bins, Mapping) and c in self.n_bins and n_bins[c] != e.size - 1:
+                raise ValueError(f"n_bins[{c!r}] = {n_bins[c]} contradicts its {e.size} public edges "
+                                 f"({e.size - 1} bins).")
+            n_bins[c] = e.size - 1
         # bounds
         if self.bounds is None:
             given = {}
@@ -302,7 +339,13 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
                 raise ValueError(f"bounds for column {c!r} must be finite numbers with lower < upper, "
                                  f"got {b!r}.")
             bounds[c] = (float(lower), float(upper))
-        return n_bins, bounds
+        clash = [c for c in public_edges if c in given]
+        if clash:
+            raise ValueError(f"Columns {list(map(str, clash))} have both public edges and bounds; the edges "
+                             "already fix the bounds (their first and last values). Give one of the two.")
+        for c, e in public_edges.items():
+            bounds[c] = (float(e[0]), float(e[-1]))
+        return n_bins, bounds, public_edges
 
     def _check_params(self):
         if self.strategy not in ("uniform", "quantile"):
@@ -335,10 +378,10 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
             raise ValueError(f"DPKBinsDiscretizer needs at least one row and one column, got shape {frame.shape}.")
         columns = list(frame.columns)
         values = {c: self._numeric_values(frame, c) for c in columns}
-        n_bins, public = self._per_column(columns)
+        n_bins, public, public_edges = self._per_column(columns)
         quantile = self.strategy == "quantile"
         needs_bounds = [c for c in columns if c not in public]
-        needs_quantiles = [c for c in columns if quantile and n_bins[c] >= 2]
+        needs_quantiles = [c for c in columns if quantile and n_bins[c] >= 2 and c not in public_edges]
         dp_columns = [c for c in columns if c in needs_bounds or c in needs_quantiles]
         epsilon = None if self.epsilon is None else float(self.epsilon)
         rng = check_random_state(self.random_state)
@@ -373,6 +416,9 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
                     raise ValueError(f"Column {c!r} has no finite values to infer bounds from; give bounds.")
                 lower, upper = _widen(float(finite.min()), float(finite.max()))
             bounds[c] = (lower, upper)
+            if c in public_edges:
+                edges[c] = public_edges[c].copy()
+                continue
             if c in needs_quantiles:
                 clipped = np.sort(np.clip(x, lower, upper))
                 qs = np.arange(1, k) / k

@@ -34,7 +34,7 @@ __all__ = ["TableDiscretizer", "normalize_schema", "schema_from_json", "schema_t
 _TYPES = ("numeric", "categorical")
 _STRATEGIES = ("uniform", "quantile")
 _OUTPUTS = ("interval", "code")
-_NUMERIC_KEYS = {"type", "bounds", "n_bins", "strategy"}
+_NUMERIC_KEYS = {"type", "bounds", "n_bins", "strategy", "edges"}
 _CATEGORICAL_KEYS = {"type", "categories", "handle_unknown", "missing"}
 _HANDLE_UNKNOWN = ("other", "error")
 _MISSING = ("category", "error")
@@ -118,6 +118,24 @@ def _normalize_spec(name, spec) -> dict:
                 raise ValueError(f"schema[{name!r}]['strategy'] must be one of {list(_STRATEGIES)}, "
                                  f"got {strategy!r}.")
             out["strategy"] = strategy
+        edges = spec.get("edges")
+        if edges is not None:
+            if isinstance(edges, (str, bytes, Mapping)) or not np.iterable(edges):
+                raise ValueError(f"schema[{name!r}]['edges'] must be a list of numbers, got {edges!r}.")
+            edges = _plain(list(edges))
+            if (len(edges) < 2 or not all(_is_number(v) and math.isfinite(v) for v in edges)
+                    or any(b <= a for a, b in zip(edges, edges[1:]))):
+                raise ValueError(f"schema[{name!r}]['edges'] must be at least two finite, strictly increasing "
+                                 f"numbers, got {edges!r}.")
+            if "bounds" in out and out["bounds"] != [edges[0], edges[-1]]:
+                raise ValueError(f"schema[{name!r}]: 'bounds' {out['bounds']} contradicts 'edges' (which start at "
+                                 f"{edges[0]} and end at {edges[-1]}); give one of the two.")
+            if "n_bins" in out and out["n_bins"] != len(edges) - 1:
+                raise ValueError(f"schema[{name!r}]: 'n_bins' {out['n_bins']} contradicts the {len(edges)} "
+                                 f"'edges' ({len(edges) - 1} bins).")
+            out.pop("bounds", None)
+            out.pop("n_bins", None)
+            out["edges"] = edges
     else:
         cats = spec.get("categories")
         if cats is not None:
@@ -279,7 +297,10 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
 
         * ``{"type": "numeric", "bounds": [lo, hi], "n_bins": k, "strategy": s}``
           (``bounds``, ``n_bins`` and ``strategy`` optional; they default to
-          DP/inferred bounds and the ``n_bins`` / ``strategy`` parameters);
+          DP/inferred bounds and the ``n_bins`` / ``strategy`` parameters), or
+          ``{"type": "numeric", "edges": [e_0, ..., e_k]}``: public bin edges
+          (free; e.g. a bin ``[0, 1)`` holding exactly 0 for a skewed integer
+          column such as capital gains);
         * ``{"type": "categorical", "categories": [...], "handle_unknown": h,
           "missing": m}`` (all but ``type`` optional: without ``categories``
           they are discovered). ``handle_unknown`` (``"other"`` or
@@ -334,7 +355,8 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
     schema_ : dict
         The complete effective schema in canonical form, in column order:
         numeric ``{"type", "bounds", "n_bins", "strategy"}`` with the bounds
-        used (public or DP-released), categorical ``{"type", "categories",
+        used (public or DP-released) or ``{"type", "edges"}`` for columns with
+        public edges, categorical ``{"type", "categories",
         "handle_unknown", "missing"}`` with the public or DP-released
         categories (without the ``"__other__"`` / ``"__missing__"`` labels,
         which the last two keys add back). When the fit issued no
@@ -550,9 +572,11 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
                 if not _is_numeric_dtype(frame[c].dtype):
                     raise TypeError(f"Column {c!r} is declared numeric but has dtype {frame[c].dtype}; only "
                                     "int and float columns can be binned. Declare it categorical instead.")
-                spec = {"type": "numeric", "bounds": spec.get("bounds"),
-                        "n_bins": spec.get("n_bins", int(self.n_bins)),
-                        "strategy": spec.get("strategy", self.strategy)}
+                edges = spec.get("edges")
+                spec = {"type": "numeric",
+                        "bounds": [edges[0], edges[-1]] if edges is not None else spec.get("bounds"),
+                        "n_bins": len(edges) - 1 if edges is not None else spec.get("n_bins", int(self.n_bins)),
+                        "strategy": spec.get("strategy", self.strategy), "edges": edges}
             else:
                 # Public categories are exact by default; discovered ones need the extra labels
                 # (DP discovery drops rare values; missing values may occur).
@@ -567,6 +591,8 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
 
         def numeric_needs_dp(c):
             s = specs[c]
+            if s["edges"] is not None:
+                return False
             return s["bounds"] is None or (s["strategy"] == "quantile" and s["n_bins"] >= 2)
 
         groups = {s: [c for c in numeric if specs[c]["strategy"] == s] for s in _STRATEGIES}
@@ -603,10 +629,13 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
                 eps_g = None
                 if eps_num is not None and n_dp:
                     eps_g = eps_num if n_dp == len(dp_numeric) else eps_num * n_dp / len(dp_numeric)
-                bounds = {c: tuple(specs[c]["bounds"]) for c in cols if specs[c]["bounds"] is not None}
+                bounds = {c: tuple(specs[c]["bounds"]) for c in cols
+                          if specs[c]["bounds"] is not None and specs[c]["edges"] is None}
+                edges = {c: specs[c]["edges"] for c in cols if specs[c]["edges"] is not None}
                 disc = DPKBinsDiscretizer(
                     n_bins={c: specs[c]["n_bins"] for c in cols}, strategy=s, bounds=bounds or None,
-                    epsilon=eps_g, output=self.output, random_state=int(rng.integers(2**63)))
+                    epsilon=eps_g, output=self.output, random_state=int(rng.integers(2**63)),
+                    edges=edges or None)
                 disc.fit(frame[cols])
                 ledger.extend(disc.privacy_ledger_)
                 discretizers[s] = disc
@@ -657,8 +686,11 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
             if c in specs and specs[c]["type"] == "numeric":
                 disc = discretizers[specs[c]["strategy"]]
                 lower, upper = disc.bounds_[c]
-                effective[c] = {"type": "numeric", "bounds": [float(lower), float(upper)],
-                                "n_bins": int(disc.n_bins_[c]), "strategy": specs[c]["strategy"]}
+                if specs[c]["edges"] is not None:
+                    effective[c] = {"type": "numeric", "edges": [float(e) for e in disc.bin_edges_[c]]}
+                else:
+                    effective[c] = {"type": "numeric", "bounds": [float(lower), float(upper)],
+                                    "n_bins": int(disc.n_bins_[c]), "strategy": specs[c]["strategy"]}
             else:
                 hu, mi = specs[c]["handle_unknown"], specs[c]["missing"]
                 real = _plain(list(encoder.categories_[c][:-2]))

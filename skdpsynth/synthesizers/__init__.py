@@ -2,5 +2,6 @@
 from .base import BaseSynthesizer
 from .aim import AIMSynthesizer
 from .mst import MSTSynthesizer
+from .hybrid import HybridSynthesizer
 
-__all__ = ["AIMSynthesizer", "BaseSynthesizer", "MSTSynthesizer"]
+__all__ = ["AIMSynthesizer", "BaseSynthesizer", "HybridSynthesizer", "MSTSynthesizer"]

@@ -24,32 +24,18 @@ import numpy as np
 
 from ..domain import Domain
 from ..graphical import mirror_descent
-from ..marginals import marginals, workload as make_workload
+from ..marginals import marginals
 from ..privacy import PrivacyLedger, exponential_mechanism
 from .base import BaseSynthesizer
-from .select_measure import candidate_errors, compile_workload, filter_by_model_size, measure_marginals
+from .select_measure import (
+    candidate_errors,
+    compile_workload,
+    filter_by_model_size,
+    measure_marginals,
+    resolve_workload,
+)
 
 __all__ = ["AIMSynthesizer"]
-
-
-def _resolve_workload(workload, domain: Domain, max_cells: int | None):
-    """``None``/int k -> all k-way (3 by default); list of cliques or (clique, weight) pairs as given."""
-    if workload is None or isinstance(workload, (int, np.integer)):
-        k = 3 if workload is None else int(workload)
-        k = min(k, len(domain))
-        return make_workload(domain, ways=k, max_cells=max_cells)
-    out = []
-    for item in workload:
-        if len(item) == 2 and not isinstance(item[1], str) and np.isscalar(item[1]):
-            clique, weight = item
-        else:
-            clique, weight = item, 1.0
-        clique = domain.canonical(clique)
-        if max_cells is None or domain.size(clique) <= max_cells:
-            out.append((clique, float(weight)))
-    if not out:
-        raise ValueError("The workload is empty (after dropping cliques with more than max_cells cells).")
-    return out
 
 
 class AIMSynthesizer(BaseSynthesizer):
@@ -132,7 +118,7 @@ class AIMSynthesizer(BaseSynthesizer):
 
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
         rounds = self.rounds or 16 * len(domain)
-        workload = _resolve_workload(self.workload, domain, self.max_cells)
+        workload = resolve_workload(self.workload, domain, self.max_cells)
         weights = compile_workload(workload, domain)
         candidates = list(weights)
         answers = {c: t.ravel() for c, t in marginals(codes, domain, candidates).items()}
@@ -181,12 +167,17 @@ class AIMSynthesizer(BaseSynthesizer):
             self.selected_.append(chosen)
             self._log(
                 f"round {len(self.selected_)}: {chosen} (sigma {sigma:.1f}), budget used {rho_used / rho:.1%}, "
-                f"model {model.size_mb():.2f} MB, {info.iterations} iterations"
+                f"residual {info.residual:.3f} sigma, model {model.size_mb():.2f} MB, {info.iterations} iterations"
             )
             if not terminate and np.abs(after - before).sum() <= np.sqrt(2 / np.pi) * sigma * after.size:
                 sigma /= 2
                 epsilon *= 2
-        model, _ = mirror_descent(domain, measurements, potentials=model, iters=self.final_iters, tol=self.tol,
-                                  step_size=info.step_size)
+        self._log(f"{len(self.selected_)} rounds done; final estimation ({self.final_iters:,} iterations at most)")
+        model, info = mirror_descent(domain, measurements, potentials=model, iters=self.final_iters, tol=self.tol,
+                                     step_size=info.step_size,
+                                     callback=self._estimation_progress("final estimation", measurements,
+                                                                        self.final_iters))
+        self._log(f"final estimation: {info.iterations:,} iterations ({info.seconds:.1f} s), residual "
+                  f"{info.residual:.3f} sigma")
         self.model_ = model
         self.n_records_ = model.total

@@ -201,7 +201,7 @@ class BaseSynthesizer(BaseEstimator):
         self.domain_ = domain
         self._fit_codes(codes, domain, ledger, rng, **budget, **fit_params)
         del codes, coded, frame  # nothing below may look at the data
-        ledger.check_budget(**budget)
+        ledger.check_budget(**self._charged_budget(budget))
         self.privacy_ledger_ = ledger
         if "rho" in budget:
             self.rho_ = budget["rho"]
@@ -209,6 +209,10 @@ class BaseSynthesizer(BaseEstimator):
         self.fit_time_ = time.perf_counter() - start
         self._log(f"fit done in {self.fit_time_:.1f} s; spent {self._spent_text()}")
         return self
+
+    def _charged_budget(self, budget: dict) -> dict:
+        """What the ledger may sum to: the budget, unless a method knowingly charges more (and says so)."""
+        return budget
 
     def _check_params(self) -> None:
         """Validate hyper-parameters at fit (subclasses extend it, calling ``super()``)."""
@@ -283,6 +287,24 @@ class BaseSynthesizer(BaseEstimator):
     def _log(self, message: str) -> None:
         if getattr(self, "verbose", 0):
             print(f"[{type(self).__name__}] {message}", file=sys.stderr, flush=True)
+
+    @staticmethod
+    def _used(ledger, rho: float) -> float:
+        """Share of the zCDP budget ``rho`` recorded in ``ledger`` so far."""
+        return ledger.total_rho() / rho if rho > 0 else 0.0
+
+    def _estimation_progress(self, what: str, measurements, iters: int):
+        """A ``mirror_descent`` callback logging the fit residual a few times per run (None when quiet)."""
+        if not getattr(self, "verbose", 0) or iters < 1000:
+            return None
+        n_answers = max(sum(m.n_answers for m in measurements), 1)
+        every = max(iters // 4, 1)
+
+        def report(iteration: int, loss: float) -> None:
+            if iteration % every == 0 and iteration < iters:
+                self._log(f"{what}: iteration {iteration:,}/{iters:,}, residual {np.sqrt(loss / n_answers):.3f} sigma")
+
+        return report
 
     def _spent_text(self) -> str:
         ledger = getattr(self, "privacy_ledger_", None)

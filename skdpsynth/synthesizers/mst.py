@@ -169,13 +169,18 @@ class MSTSynthesizer(BaseSynthesizer):
         else:
             self.compression_ = None
             work_domain = domain
-        self._log(f"1-way marginals measured (sigma {sigma * np.sqrt(len(one_way)):.1f}); "
-                  f"compressed domain {work_domain.size():.3g} cells")
+        self._log(f"1-way marginals measured (sigma {sigma * np.sqrt(len(one_way)):.1f} each); compressed domain {work_domain.size():.3g} cells; "
+                  f"budget used {self._used(ledger, rho):.0%}")
         tree = self._select_tree(codes, work_domain, rho / 3.0, log1, ledger, rng)
+        self._log(f"spanning tree of {len(tree)} pairs selected; budget used {self._used(ledger, rho):.0%}")
         log2 = measure_marginals(codes, work_domain, tree, sigma, rng, ledger, weights=np.ones(len(tree)),
                                  label="2-way marginal")
-        model, info = mirror_descent(work_domain, log1 + log2, iters=self.max_iters, tol=self.tol)
-        self._log(f"estimated in {info.iterations} iterations ({info.seconds:.1f} s)")
+        measurements = log1 + log2
+        self._log(f"tree marginals measured; budget used {self._used(ledger, rho):.0%}; estimating the model")
+        model, info = mirror_descent(work_domain, measurements, iters=self.max_iters, tol=self.tol,
+                                     callback=self._estimation_progress("estimation", measurements, self.max_iters))
+        self._log(f"estimated in {info.iterations:,} iterations ({info.seconds:.1f} s); residual "
+                  f"{info.residual:.3f} sigma (about 1: the model fits the measurements to their noise)")
         self.tree_ = tree
         self.model_ = model
         self.n_records_ = model.total

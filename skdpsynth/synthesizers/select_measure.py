@@ -4,7 +4,8 @@
 * :func:`compile_workload` — AIM's candidate set (downward closure) and weights;
 * :func:`candidate_errors` — AIM's quality score: weighted L1 error of the
   model minus the expected L1 norm of the measurement noise;
-* :func:`filter_by_model_size` — AIM's junction-tree size guard.
+* :func:`filter_by_model_size` — AIM's junction-tree size guard;
+* :func:`resolve_workload` — a workload hyper-parameter as weighted cliques.
 
 AIM, MST, RandDPGen (HybridSynthesizer) and PPSyn (PartitionSynthesizer) call
 these rather than each writing its own.
@@ -17,10 +18,16 @@ import numpy as np
 
 from ..domain import Domain
 from ..graphical import GraphicalModel, JunctionTree, Measurement
-from ..marginals import downward_closure, marginal
+from ..marginals import downward_closure, marginal, workload as make_workload
 from ..privacy import PrivacyLedger, gaussian_mechanism
 
-__all__ = ["measure_marginals", "compile_workload", "candidate_errors", "filter_by_model_size"]
+__all__ = [
+    "measure_marginals",
+    "compile_workload",
+    "candidate_errors",
+    "filter_by_model_size",
+    "resolve_workload",
+]
 
 Clique = tuple[str, ...]
 
@@ -117,3 +124,29 @@ def filter_by_model_size(
         if size <= size_limit_mb:
             kept.append(r)
     return kept
+
+
+def resolve_workload(workload, domain: Domain, max_cells: int | None, default_ways: int = 3) -> list[tuple[Clique, float]]:
+    """A workload hyper-parameter as ``[(clique, weight), ...]`` over ``domain``.
+
+    ``None`` is all ``default_ways``-way marginals, an int ``k`` all k-way
+    ones (k capped at the number of attributes), a list of cliques or
+    ``(clique, weight)`` pairs is taken as given; cliques with more than
+    ``max_cells`` cells are dropped (``None``: keep all).
+    """
+    if workload is None or isinstance(workload, (int, np.integer)):
+        k = default_ways if workload is None else int(workload)
+        k = min(k, len(domain))
+        return make_workload(domain, ways=k, max_cells=max_cells)
+    out = []
+    for item in workload:
+        if len(item) == 2 and not isinstance(item[1], str) and np.isscalar(item[1]):
+            clique, weight = item
+        else:
+            clique, weight = item, 1.0
+        clique = domain.canonical(clique)
+        if max_cells is None or domain.size(clique) <= max_cells:
+            out.append((clique, float(weight)))
+    if not out:
+        raise ValueError("The workload is empty (after dropping cliques with more than max_cells cells).")
+    return out

@@ -1,0 +1,28 @@
+"""Federated (hybrid horizontal x vertical) settings: who holds what, and what crosses.
+
+* :mod:`~skdpsynth.federated.partition` — :class:`HybridPartition`: which rows
+  (slice) and which columns each party holds (public metadata);
+* :mod:`~skdpsynth.federated.dmm` — the distributed marginal measurement's
+  budget split and variances (public metadata only);
+* :mod:`~skdpsynth.federated.parties` — :class:`Party` (owns its data) and
+  :class:`Federation` (answers measurement requests with noisy messages, the
+  parties' local work run through joblib), :class:`ReplayFederation`;
+* :mod:`~skdpsynth.federated.messages` — the messages that reach the curator
+  and :func:`combine`, the curator's reading of them.
+"""
+from .messages import MeasurementReply, NoisyIndicators, NoisyLocalMarginal, SliceCount, combine
+from .parties import Federation, Party, ReplayFederation
+from .partition import HybridPartition, PartySpec
+
+__all__ = [
+    "HybridPartition",
+    "PartySpec",
+    "Party",
+    "Federation",
+    "ReplayFederation",
+    "MeasurementReply",
+    "SliceCount",
+    "NoisyIndicators",
+    "NoisyLocalMarginal",
+    "combine",
+]

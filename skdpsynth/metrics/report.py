@@ -1,0 +1,686 @@
+"""A self-contained HTML fidelity report comparing a real and a synthetic table.
+
+The report states the privacy guarantee recorded in a
+:class:`~skdpsynth.privacy.PrivacyLedger`, the marginal fidelity (average
+k-way TVD), optional train-on-synthetic utility scores and, when matplotlib is
+installed (``pip install skdpsynth[report]``), per-column distribution plots
+and a heat map of the change in pairwise associations (Cramér's V).
+
+Like the other metrics it reads the real data in the clear: the report itself
+is **not** differentially private and must not be published alongside the
+synthetic data unless the real data may be.
+
+matplotlib is optional and only imported inside the plotting functions.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..privacy import PrivacyLedger
+
+__all__ = ["write_report", "cramers_v"]
+
+_INSTALL_HINT = "pip install skdpsynth[report]"
+_DPI = 100
+_REAL_COLOR, _SYNTH_COLOR = "#4C72B0", "#DD8452"
+
+
+# --------------------------------------------------------------------------- #
+# Cramér's V
+# --------------------------------------------------------------------------- #
+def _column_codes(column: pd.Series) -> tuple[np.ndarray, int]:
+    """Integer codes (``-1`` for missing) and the number of categories of one column."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(dtype=np.int64), len(column.cat.categories)
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    return codes.astype(np.int64), len(uniques)
+
+
+def _pair_v(a: np.ndarray, ka: int, b: np.ndarray, kb: int) -> float:
+    """Bias-uncorrected Cramér's V of two code vectors (rows with a missing code are dropped)."""
+    ok = (a >= 0) & (b >= 0)
+    if not ok.all():
+        a, b = a[ok], b[ok]
+    n = a.size
+    if n == 0:
+        return 0.0
+    table = np.bincount(a * kb + b, minlength=ka * kb).reshape(ka, kb).astype(float)
+    rows, cols = table.sum(axis=1), table.sum(axis=0)
+    table = table[rows > 0][:, cols > 0]  # unobserved categories do not count in min(r, c)
+    rows, cols = rows[rows > 0], cols[cols > 0]
+    k = min(table.shape)
+    if k <= 1:
+        return 0.0
+    expected = np.outer(rows, cols) / n
+    chi2 = float(((table - expected) ** 2 / expected).sum())
+    return min(math.sqrt(chi2 / (n * (k - 1))), 1.0)
+
+
+def cramers_v(codes: pd.DataFrame) -> pd.DataFrame:
+    """Pairwise bias-uncorrected Cramér's V between the columns of a discrete table.
+
+    For two columns with contingency table ``O`` (``r`` observed rows, ``c``
+    observed columns, ``n`` records) and independence table
+    ``E = outer(row sums, column sums) / n``,
+    ``chi2 = sum((O - E)**2 / E)`` and ``V = sqrt(chi2 / (n * (min(r, c) - 1)))``;
+    ``V = 0`` when ``min(r, c) == 1``. Categories never observed are left out
+    of ``r`` and ``c``, and records missing either value are dropped for that
+    pair. ``V`` lies in ``[0, 1]``: 0 for independence, 1 when one column
+    determines the other (for a square table).
+
+    Parameters
+    ----------
+    codes : pandas.DataFrame
+        A discrete table: ``Categorical`` columns are used through their
+        category codes, any other column is factorized.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Symmetric ``n_columns x n_columns`` matrix indexed by the column
+        names; the diagonal is 1.0 for columns with at least two observed
+        categories and 0.0 otherwise.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from skdpsynth.metrics.report import cramers_v
+    >>> df = pd.DataFrame({"a": [0, 0, 1, 1], "b": ["x", "x", "y", "y"], "c": [0, 1, 0, 1]})
+    >>> cramers_v(df)
+         a    b    c
+    a  1.0  1.0  0.0
+    b  1.0  1.0  0.0
+    c  0.0  0.0  1.0
+    """
+    if not isinstance(codes, pd.DataFrame):
+        raise TypeError(f"codes must be a pandas DataFrame, got {type(codes).__name__}.")
+    encoded = [_column_codes(codes.iloc[:, j]) for j in range(codes.shape[1])]
+    m = len(encoded)
+    out = np.zeros((m, m))
+    for i, (a, ka) in enumerate(encoded):
+        observed = np.bincount(a[a >= 0], minlength=ka)
+        out[i, i] = 1.0 if np.count_nonzero(observed) >= 2 else 0.0
+        for j in range(i + 1, m):
+            out[i, j] = out[j, i] = _pair_v(a, ka, *encoded[j])
+    return pd.DataFrame(out, index=codes.columns, columns=codes.columns)
+
+
+# --------------------------------------------------------------------------- #
+# Helpers
+# --------------------------------------------------------------------------- #
+def _esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    """A number for a table cell: ``—`` for missing, ``digits`` significant digits for floats."""
+    if value is None or value is pd.NA:
+        return "—"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if isinstance(value, (float, np.floating)):
+        if math.isnan(value):
+            return "—"
+        return f"{float(value):.{digits}g}"
+    return _esc(value)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, numeric_from: int = 1,
+           caption: str | None = None) -> str:
+    """An HTML table; header and string cells are escaped, numbers formatted with :func:`_fmt`."""
+    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
+    body = []
+    for row in rows:
+        cells = []
+        for j, value in enumerate(row):
+            css = ' class="num"' if j >= numeric_from else ""
+            text = _fmt(value) if not isinstance(value, str) else _esc(value)
+            cells.append(f"<td{css}>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    cap = f"<caption>{_esc(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _edge_text(value: float, decimals: int) -> str:
+    """``value`` rounded to ``decimals`` (in its display unit) and formatted by ``:g``; >= 1e5 as k / M / G."""
+    value = float(value)
+    if not math.isfinite(value):
+        return f"{value:g}"
+    for unit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= max(unit, 1e5):
+            scaled = value / unit
+            places = max(0, decimals + int(round(math.log10(unit))))
+            return f"{round(scaled, places):g}{suffix}"
+    return f"{round(value, max(decimals, 0)):g}"
+
+
+def _category_labels(categories: pd.Index, width: int = 20) -> list[str]:
+    """Compact tick labels of one column: ``[17, 21.6)`` for interval bins, long strings shortened.
+
+    Interval edges are rounded to a tenth of the narrowest finite bin (so
+    neighbouring edges stay distinct) and formatted by ``:g``, with k / M / G
+    suffixes from 1e5 on; plain ``:g`` is the fallback if rounding merges edges.
+    """
+    values = list(categories)
+    if not values or not all(isinstance(c, pd.Interval) for c in values):
+        labels = [str(c) for c in values]
+        return [t if len(t) <= width else t[: width - 1] + "…" for t in labels]
+    widths = [float(c.right - c.left) for c in values]
+    finite = [w for w in widths if math.isfinite(w) and w > 0]
+    decimals = math.ceil(-math.log10(0.1 * min(finite))) if finite else 6  # may be < 0 for wide bins
+    edges = sorted({float(e) for c in values for e in (c.left, c.right)})
+
+    def fmt(v: float) -> str:
+        return _edge_text(v, decimals)
+
+    if len({fmt(e) for e in edges}) < len(edges):
+        def fmt(v: float) -> str:  # noqa: F811  (fallback: exact :g)
+            return f"{float(v):g}"
+    labels = []
+    for c in values:
+        left = "[" if c.closed in ("left", "both") else "("
+        right = "]" if c.closed in ("right", "both") else ")"
+        labels.append(f"{left}{fmt(c.left)}, {fmt(c.right)}{right}")
+    return labels
+
+
+def _short(name: Any, width: int) -> str:
+    text = str(name)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _plain(text: str) -> str:
+    """Text for matplotlib: ``$`` escaped so that user strings never trigger mathtext."""
+    return text.replace("$", r"\$")
+
+
+def _aligned_codes(real_codes: pd.DataFrame, synthetic_codes: pd.DataFrame) -> pd.DataFrame:
+    """``synthetic_codes`` in the column order of ``real_codes``, after checking both share categories."""
+    for name, frame in (("real_codes", real_codes), ("synthetic_codes", synthetic_codes)):
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}.")
+    if set(real_codes.columns) != set(synthetic_codes.columns) or real_codes.columns.duplicated().any():
+        raise ValueError("real_codes and synthetic_codes must have the same (unique) columns.")
+    synthetic_codes = synthetic_codes[list(real_codes.columns)]
+    for col in real_codes.columns:
+        r, s = real_codes[col].dtype, synthetic_codes[col].dtype
+        if not (isinstance(r, pd.CategoricalDtype) and isinstance(s, pd.CategoricalDtype)):
+            raise ValueError(f"Column {col!r} of real_codes and synthetic_codes must be pandas Categorical.")
+        if not r.categories.equals(s.categories):
+            raise ValueError(f"Column {col!r} has different categories in real_codes and synthetic_codes.")
+    return synthetic_codes
+
+
+def _proportions(column: pd.Series) -> np.ndarray:
+    codes, k = _column_codes(column)
+    counts = np.bincount(codes[codes >= 0], minlength=k).astype(float)
+    total = counts.sum()
+    return counts / total if total else counts
+
+
+def _import_figure():
+    """``matplotlib.figure.Figure`` (no pyplot, no global state), or ImportError with the install hint."""
+    try:
+        import matplotlib  # noqa: F401  (import the package first: a blocked package must fail here)
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ImportError(f"Plots need matplotlib: {_INSTALL_HINT}") from exc
+    return Figure
+
+
+def _save(fig, path: Path) -> bytes:
+    """Save ``fig`` as a PNG to ``path`` and return the bytes (for the data URI); release the figure."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=_DPI)
+    fig.clear()  # a bare Figure is not registered with pyplot: clearing it frees its artists
+    data = buffer.getvalue()
+    path.write_bytes(data)
+    return data
+
+
+# --------------------------------------------------------------------------- #
+# Plots
+# --------------------------------------------------------------------------- #
+def _pack(widths: Sequence[int], capacity: int) -> list[tuple[int, int]]:
+    """First-fit placement of panels ``widths`` (in grid cells) into rows of ``capacity`` cells.
+
+    Returns ``(row, first cell)`` per panel, in input order; a panel that does
+    not fit the holes left so far opens a new row, later narrow panels may
+    fill earlier holes.
+    """
+    free: list[int] = []
+    out = []
+    for w in widths:
+        for row, left in enumerate(free):
+            if left >= w:
+                break
+        else:
+            free.append(capacity)
+            row = len(free) - 1
+        out.append((row, capacity - free[row]))
+        free[row] -= w
+    return out
+
+
+def _plot_columns(Figure, real_codes: pd.DataFrame, synthetic_codes: pd.DataFrame,
+                  max_categories: int, path: Path) -> bytes:
+    """Grid of side-by-side bar charts, real vs synthetic category proportions, one panel per column.
+
+    Panels are one grid cell wide (3 cells a row), two cells for more than
+    16 shown categories and a full row for more than 28.
+    """
+    panels = []
+    for name in real_codes.columns:
+        p = _proportions(real_codes[name])
+        q = _proportions(synthetic_codes[name])
+        keep = np.arange(p.size)
+        if p.size > max_categories:  # the most frequent in the real data, in category order
+            keep = np.sort(np.argsort(-p, kind="stable")[:max_categories])
+        cells = 1 if keep.size <= 16 else 2 if keep.size <= 28 else 3
+        panels.append((name, p, q, keep, cells))
+    capacity = min(3, sum(cells for *_, cells in panels))
+    places = _pack([min(cells, capacity) for *_, cells in panels], capacity)
+    nrows = max(row for row, _ in places) + 1
+    fig = Figure(figsize=(4.7 * capacity, 3.3 * nrows + 0.4), layout="constrained")
+    grid = fig.add_gridspec(nrows, capacity)
+    axes = []
+    for (name, p, q, keep, cells), (row, col) in zip(panels, places):
+        cells = min(cells, capacity)
+        ax = fig.add_subplot(grid[row, col:col + cells])
+        axes.append(ax)
+        labels = _category_labels(real_codes[name].cat.categories)
+        title = f"{_plain(_short(name, 36))}  ·  TVD {0.5 * float(np.abs(p - q).sum()):.3f}"
+        if keep.size < p.size:
+            title += f"  (top {keep.size} of {p.size})"
+        x = np.arange(keep.size)
+        width = 0.4
+        ax.bar(x - width / 2, p[keep], width, color=_REAL_COLOR, label="real")
+        ax.bar(x + width / 2, q[keep], width, color=_SYNTH_COLOR, label="synthetic")
+        ticks = [_plain(labels[i]) for i in keep]
+        density = keep.size / cells
+        size = 8 if density <= 20 else 7 if density <= 30 else 6
+        ax.set_xticks(x)
+        if sum(len(t) + 2 for t in ticks) <= 55 * cells:
+            ax.set_xticklabels(ticks, fontsize=size)
+        else:
+            ax.set_xticklabels(ticks, fontsize=size, rotation=90)
+        ax.tick_params(axis="y", labelsize=8)
+        ax.set_xlim(-0.6, keep.size - 0.4)
+        ax.set_title(title, fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_axisbelow(True)
+        if col == 0:
+            ax.set_ylabel("proportion", fontsize=9)
+    handles, legend_labels = axes[0].get_legend_handles_labels()
+    try:
+        fig.legend(handles, legend_labels, loc="outside upper center", ncols=2, fontsize=10, frameon=False)
+    except (ValueError, TypeError):  # matplotlib < 3.7: no "outside" locations
+        axes[0].legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _plot_associations(Figure, v_real: pd.DataFrame, v_synth: pd.DataFrame, path: Path) -> bytes:
+    """Three heat maps: Cramér's V of the real table, of the synthetic table, and their absolute difference."""
+    names = [_plain(_short(c, 18)) for c in v_real.columns]
+    m = len(names)
+    diff = np.abs(v_real.to_numpy() - v_synth.to_numpy())
+    vmax = max(0.1, float(diff.max()) if diff.size else 0.0)
+    size = 8 if m <= 16 else 7 if m <= 24 else 6 if m <= 32 else 5
+    fig = Figure(figsize=(16, 5.4 if m <= 24 else 6.2), layout="constrained")
+    axes = fig.subplots(1, 3)
+    panels = [
+        (v_real.to_numpy(), "Cramér's V: real", "viridis", 1.0),
+        (v_synth.to_numpy(), "Cramér's V: synthetic", "viridis", 1.0),
+        (diff, "|real − synthetic|", "Reds", vmax),
+    ]
+    images = []
+    for k, (ax, (values, title, cmap, top)) in enumerate(zip(axes, panels)):
+        images.append(ax.imshow(values, cmap=cmap, vmin=0.0, vmax=top, interpolation="nearest"))
+        ax.set_xticks(np.arange(m))
+        ax.set_yticks(np.arange(m))
+        ax.set_xticklabels(names, rotation=0 if sum(len(t) + 3 for t in names) <= 45 else 90, fontsize=size)
+        # the synthetic panel sits next to the real one, in the same order: no repeated row labels
+        ax.set_yticklabels(names if k != 1 else [], fontsize=size)
+        ax.set_title(title, fontsize=11)
+    if m <= 16:
+        annot = 6.5 if m > 10 else 8 if m > 5 else 10
+        for i in range(m):
+            for j in range(m):
+                value = diff[i, j]
+                color = "white" if value > 0.6 * vmax else "black"
+                axes[2].text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=annot, color=color)
+    fig.colorbar(images[0], ax=list(axes[:2]), shrink=0.75, label="Cramér's V")
+    fig.colorbar(images[2], ax=axes[2], shrink=0.75, label="absolute difference")
+    return _save(fig, path)
+
+
+# --------------------------------------------------------------------------- #
+# HTML sections
+# --------------------------------------------------------------------------- #
+_CSS = """
+body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;max-width:1440px;margin:1.5em auto;
+padding:0 1em;color:#222;line-height:1.45}
+h1{margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.6em 0;font-size:.92em}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}th{background:#f3f3f3}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+caption{text-align:left;font-weight:600;padding-bottom:.3em}
+.meta{color:#555}.statement{font-size:1.15em}.note{color:#8a5a00}
+img{max-width:100%;height:auto;border:1px solid #eee}
+details{margin:.6em 0}summary{cursor:pointer;font-weight:600}
+""".strip()
+
+
+def _eps_text(eps: float) -> str:
+    """ε for the statement: four decimals (as the command line always printed it), significant digits if tiny."""
+    return f"{eps:.4f}" if eps == 0 or eps >= 0.01 else f"{eps:.4g}"
+
+
+def _privacy_section(ledger: PrivacyLedger, delta: float | None) -> str:
+    frame = ledger.to_frame()
+    kinds = set(frame["accounting"])
+    if len(ledger) == 0:
+        statement = "The ledger records no privacy-consuming step."
+    elif delta is not None:
+        eps = ledger.epsilon(delta)
+        statement = f"The whole release satisfies <b>({_eps_text(eps)}, {delta:g})-DP</b>."
+    elif kinds <= {"pure"}:
+        statement = f"The whole release satisfies <b>{_eps_text(ledger.total_epsilon())}-DP</b> (pure)."
+    elif "approx" not in kinds:
+        statement = (f"The whole release satisfies <b>{ledger.total_zcdp():.4g}-zCDP</b> "
+                     "(give <code>delta</code> for an (ε, δ)-DP statement).")
+    else:
+        statement = ("The ledger holds (ε, δ) entries: give <code>delta</code> "
+                     "for the overall (ε, δ)-DP statement.")
+    parts = [
+        "<section id=\"privacy\"><h2>Privacy</h2>",
+        f"<p class=\"statement\">{statement}</p>",
+        f"<p>zCDP total: ρ = {ledger.total_zcdp():.6g} (zCDP and pure-ε entries composed in zCDP; "
+        f"(ε, δ) entries excluded). {len(ledger)} recorded release{'s' if len(ledger) != 1 else ''}.</p>",
+    ]
+    if len(ledger):
+        grouped = frame.groupby(["party", "mechanism"], dropna=False, sort=False)
+        summary = pd.DataFrame({
+            "releases": grouped.size(),
+            "rho": grouped["rho"].sum(min_count=1),
+            "epsilon": grouped["epsilon"].sum(min_count=1),
+        })
+        with_delta = bool((frame["delta"] > 0).any())
+        if with_delta:
+            summary["delta"] = grouped["delta"].sum(min_count=1)
+        rows = []
+        for (party, mechanism), rec in summary.iterrows():
+            row = ["—" if pd.isna(party) else str(party), str(mechanism),
+                   int(rec["releases"]), rec["rho"], rec["epsilon"]]
+            if with_delta:
+                row.append(rec["delta"])
+            rows.append(row)
+        header = ["party", "mechanism", "releases", "Σ ρ", "Σ ε"] + (["Σ δ"] if with_delta else [])
+        parts.append(_table(header, rows, numeric_from=2, caption="Privacy ledger: spend by party and mechanism"))
+        full_rows = [[None if not isinstance(v, str) and pd.isna(v) else v for v in rec]
+                     for rec in frame.itertuples(index=False)]
+        parts.append(f"<details><summary>Full ledger ({len(ledger)} entries)</summary>"
+                     + _table(list(frame.columns), full_rows, numeric_from=3) + "</details>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _tvd_section(tvd: Mapping[Any, float]) -> str:
+    rows = [(f"{k}-way" if isinstance(k, (int, np.integer)) else str(k), float(v)) for k, v in tvd.items()]
+    return (
+        "<section id=\"fidelity\"><h2>Fidelity</h2>"
+        "<p>Average total variation distance between the real and synthetic k-way marginals of the "
+        "discretized tables (0 = identical, 1 = disjoint; lower is better).</p>"
+        + _table(["marginals", "average TVD"], rows) + "</section>"
+    )
+
+
+_TSTR_ROWS = [
+    ("synthetic", "train on synthetic, test on real"),
+    ("real", "train on real, test on real (baseline)"),
+    ("majority", "majority class (baseline)"),
+]
+
+
+def _tstr_section(tstr: Mapping[str, Any]) -> str:
+    metric = tstr.get("metric", "score")
+    rows = [(label, tstr[key]) for key, label in _TSTR_ROWS if key in tstr]
+    known = {"target", "metric", "n_train", "n_test"} | {key for key, _ in _TSTR_ROWS}
+    rows += [(str(key), value) for key, value in tstr.items() if key not in known]
+    target = tstr.get("target")
+    intro = "A model trained on the synthetic data and evaluated on real data"
+    if target is not None:
+        intro += f", predicting <b>{_esc(target)}</b>"
+    if tstr.get("n_test") is not None:
+        intro += f" ({_fmt(tstr['n_test'])} held-out real records)"
+    return ("<section id=\"utility\"><h2>Utility</h2><p>" + intro + ".</p>"
+            + _table(["model", str(metric)], rows, caption="Train on synthetic, test on real") + "</section>")
+
+
+def _img(data: bytes, alt: str, file: Path) -> str:
+    uri = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+    return (f"<figure><img alt=\"{_esc(alt)}\" src=\"{uri}\">"
+            f"<figcaption class=\"meta\">Also saved as {_esc(file.parent.name + '/' + file.name)}.</figcaption>"
+            "</figure>")
+
+
+# --------------------------------------------------------------------------- #
+# The report
+# --------------------------------------------------------------------------- #
+def write_report(
+    path: str | Path,
+    *,
+    real: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    real_codes: pd.DataFrame,
+    synthetic_codes: pd.DataFrame,
+    ledger: PrivacyLedger,
+    delta: float | None = None,
+    title: str = "skdpsynth report",
+    tvd: Mapping[Any, float] | None = None,
+    tstr: Mapping[str, Any] | None = None,
+    seconds: float | None = None,
+    plots: bool | str = "auto",
+    max_categories: int = 40,
+) -> dict:
+    """Write a self-contained HTML fidelity report for a real and a synthetic table.
+
+    Sections: a header (row counts, columns, wall time), **Privacy** (the
+    guarantee stated by ``ledger``, a summary by party and mechanism and the
+    full ledger), **Fidelity** (average k-way TVD), **Utility** (train on
+    synthetic, test on real; only with ``tstr``), **Distributions**
+    (per-column bar charts) and **Associations** (Cramér's V heat maps and the
+    five largest changes). Plots are PNG files in the folder
+    ``<stem>_files/`` next to the HTML and are also embedded as data URIs, so
+    the HTML file alone is complete.
+
+    The report reads the real data in the clear: it is an evaluation tool and
+    is not differentially private.
+
+    Parameters
+    ----------
+    path : str or Path
+        The HTML file to write (parent folders are created).
+    real, synthetic : pandas.DataFrame
+        The tables in their original schema; only used for the header (row
+        counts, column names and dtypes).
+    real_codes, synthetic_codes : pandas.DataFrame
+        The same tables discretized (e.g. by a fitted
+        :class:`~skdpsynth.preprocessing.TableDiscretizer`): the same columns,
+        each a pandas ``Categorical`` with identical categories in both
+        (``pd.Interval`` bins for numeric columns). All fidelity numbers and
+        plots are computed on these.
+    ledger : PrivacyLedger
+        The privacy ledger of the fit (e.g. ``pipeline.privacy_ledger_``).
+    delta : float, optional
+        δ of the stated (ε, δ)-DP guarantee, ``ledger.epsilon(delta)``. Without
+        it a ledger of pure entries is stated as ``ledger.total_epsilon()``-DP
+        and one with zCDP entries as ρ-zCDP.
+    title : str, default "skdpsynth report"
+        Title of the page (escaped).
+    tvd : dict {k: float}, optional
+        Average k-way TVDs; computed with :func:`~skdpsynth.metrics.marginal_tvd`
+        for k = 1, 2, 3 (at most the number of columns) when omitted.
+    tstr : dict, optional
+        Utility scores, e.g. ``{"target": "income", "metric": "accuracy",
+        "synthetic": 0.81, "real": 0.85, "majority": 0.76}``; the keys present
+        are shown.
+    seconds : float, optional
+        Wall time of fit + sample, shown in the header.
+    plots : bool or "auto", default "auto"
+        Draw the plots; ``"auto"`` draws them if matplotlib is importable and
+        otherwise says so in one sentence.
+    max_categories : int, default 40
+        Columns with more categories show only the ``max_categories`` most
+        frequent in the real data (in category order).
+
+    Returns
+    -------
+    dict
+        ``{"html": Path, "images": [Path, ...], "tvd": dict,
+        "cramers_v_real": DataFrame, "cramers_v_synthetic": DataFrame}``.
+
+    Raises
+    ------
+    ImportError
+        If ``plots=True`` and matplotlib is not installed.
+    ValueError
+        If the code tables do not have the same columns and categories.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from skdpsynth.privacy import PrivacyLedger
+    >>> from skdpsynth.metrics.report import write_report
+    >>> real = pd.DataFrame({"sex": ["F", "M", "M", "F"], "income": ["lo", "hi", "lo", "lo"]})
+    >>> synthetic = pd.DataFrame({"sex": ["F", "M", "F", "F"], "income": ["lo", "hi", "hi", "lo"]})
+    >>> dtypes = {"sex": pd.CategoricalDtype(["F", "M"]), "income": pd.CategoricalDtype(["hi", "lo"])}
+    >>> ledger = PrivacyLedger()
+    >>> _ = ledger.add("1-way marginals", "gaussian", rho=0.5)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = write_report(Path(tmp) / "report.html", real=real, synthetic=synthetic,
+    ...                        real_codes=real.astype(dtypes), synthetic_codes=synthetic.astype(dtypes),
+    ...                        ledger=ledger, delta=1e-6, plots=False)
+    ...     text = out["html"].read_text(encoding="utf-8")
+    >>> "-DP</b>" in text, out["images"]
+    (True, [])
+    >>> out["tvd"]
+    {1: 0.25, 2: 0.25}
+    """
+    if plots not in (True, False, "auto"):
+        raise ValueError(f"plots must be True, False or 'auto', got {plots!r}.")
+    if isinstance(max_categories, bool) or int(max_categories) != max_categories or max_categories < 1:
+        raise ValueError(f"max_categories must be a positive integer, got {max_categories!r}.")
+    max_categories = int(max_categories)
+    path = Path(path)
+    synthetic_codes = _aligned_codes(real_codes, synthetic_codes)
+
+    figure_cls = None
+    plot_note = ""
+    if plots is True:
+        figure_cls = _import_figure()
+    elif plots == "auto":
+        try:
+            figure_cls = _import_figure()
+        except ImportError:
+            plot_note = (f"Plots omitted: matplotlib is not installed "
+                         f"(<code>{_esc(_INSTALL_HINT)}</code>).")
+
+    if tvd is None:
+        from .fidelity import marginal_tvd
+
+        ways = [k for k in (1, 2, 3) if k <= real_codes.shape[1]]
+        tvd = marginal_tvd(real_codes, synthetic_codes, ways=ways) if ways else {}
+    tvd = dict(tvd)
+    v_real, v_synth = cramers_v(real_codes), cramers_v(synthetic_codes)
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    images: list[Path] = []
+    blobs: dict[str, bytes] = {}
+    if figure_cls is not None and real_codes.shape[1]:
+        folder = path.parent / f"{path.stem}_files"
+        folder.mkdir(exist_ok=True)
+        for name, draw in (
+            ("columns.png", lambda p: _plot_columns(figure_cls, real_codes, synthetic_codes, max_categories, p)),
+            ("associations.png", lambda p: _plot_associations(figure_cls, v_real, v_synth, p)),
+        ):
+            file = folder / name
+            blobs[name] = draw(file)
+            images.append(file)
+
+    # -- header ---------------------------------------------------------------
+    meta = [f"{len(real):,} real rows", f"{len(synthetic):,} synthetic rows", f"{real.shape[1]} columns"]
+    if seconds is not None:
+        meta.append(f"fit + sample {seconds:.1f} s")
+    column_rows = []
+    for col in real.columns:
+        n_cat = len(real_codes[col].cat.categories) if col in real_codes.columns else None
+        syn_dtype = str(synthetic[col].dtype) if col in synthetic.columns else "—"
+        column_rows.append([str(col), str(real[col].dtype), syn_dtype, n_cat])
+    parts = [
+        "<!DOCTYPE html>",
+        "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
+        f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>",
+        f"<header><h1>{_esc(title)}</h1><p class=\"meta\">{' · '.join(meta)}</p>",
+    ]
+    if plot_note:
+        parts.append(f"<p class=\"note\">{plot_note}</p>")
+    parts.append(
+        f"<details><summary>Columns ({real.shape[1]})</summary>"
+        + _table(["column", "real dtype", "synthetic dtype", "categories (discretized)"],
+                 column_rows, numeric_from=3)
+        + "</details></header>"
+    )
+    parts.append(_privacy_section(ledger, delta))
+    parts.append(_tvd_section(tvd))
+    if tstr is not None:
+        parts.append(_tstr_section(tstr))
+    if "columns.png" in blobs:
+        parts.append(
+            "<section id=\"distributions\"><h2>Distributions</h2>"
+            "<p>Proportion of each category (bin) per column, real vs synthetic, with the column's "
+            "1-way TVD.</p>" + _img(blobs["columns.png"], "Per-column distributions, real vs synthetic",
+                                    images[0]) + "</section>"
+        )
+    # -- associations -----------------------------------------------------------
+    parts.append("<section id=\"associations\"><h2>Associations</h2>"
+                 "<p>Pairwise association between columns (bias-uncorrected Cramér's V on the discretized "
+                 "tables; 0 = independent, 1 = fully dependent) and its absolute change.</p>")
+    if "associations.png" in blobs:
+        parts.append(_img(blobs["associations.png"], "Cramér's V: real, synthetic and absolute difference",
+                          images[1]))
+    m = v_real.shape[0]
+    if m >= 2:
+        iu, ju = np.triu_indices(m, k=1)
+        a, b = v_real.to_numpy()[iu, ju], v_synth.to_numpy()[iu, ju]
+        order = np.argsort(-np.abs(a - b), kind="stable")[:5]
+        rows = [[str(v_real.columns[iu[t]]), str(v_real.columns[ju[t]]), float(a[t]), float(b[t]),
+                 float(abs(a[t] - b[t]))] for t in order]
+        parts.append(_table(["col a", "col b", "real V", "synthetic V", "|difference|"], rows,
+                            numeric_from=2, caption="Largest absolute differences"))
+    parts.append("</section>")
+    parts.append("<footer><p class=\"meta\">Generated by skdpsynth. This report reads the real data and is "
+                 "not differentially private.</p></footer></body></html>")
+    path.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    return {
+        "html": path,
+        "images": images,
+        "tvd": tvd,
+        "cramers_v_real": v_real,
+        "cramers_v_synthetic": v_synth,
+    }

@@ -1,0 +1,581 @@
+"""RandDPGen: DP synthetic data from hybrid (horizontal × vertical) partitioned tables.
+
+Zhang, Li, Lei, Ma & Liu, *High-dimensional Hybrid Partitioned Data Release
+under Differential Privacy* (implementation spec: ``hybrid.md``; section
+numbers below refer to it).  K·S parties: K disjoint row slices, each slice's
+columns split among its parties; a semi-trusted curator runs AIM's
+select–measure–generate loop, measuring marginals with the distributed
+marginal measurement (DMM, §3.2) of :mod:`skdpsynth.federated`.
+
+:func:`randdpgen` is the curator's side of Algorithm 2 (§3.13).  It reads the
+parties only through a ``measure(r, ρ')`` callable returning noisy messages,
+plus public metadata (domain, partition), so it runs unchanged against a
+:class:`~skdpsynth.federated.ReplayFederation` that holds no data.
+:class:`HybridSynthesizer` is the scikit-learn estimator around it.
+
+Honest accounting (§3.3, §3.14).  The selection measurements cost ``αρ`` in
+total, each round ``(1 − α − β)ρ_t`` (exponential mechanism) plus ``βρ_t``
+(measurement), and the rounds' ``ρ_t`` sum to exactly ``ρ``, so the ledger
+sums to ``ρ``.  The paper's IDMM (``n_repeats = e > 1``; its experiments use
+``e = K·S``) divides every measurement's variance by ``e`` and therefore costs
+``e`` times as much: the ledger then sums to ``ρ_true = (e(α+β) + 1−α−β) ρ``,
+and a warning gives the true (ε, δ).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..domain import Domain
+from ..federated import Federation, HybridPartition
+from ..federated.dmm import PROTOCOLS, exceeds_paper_bound, measurement_variance, paper_bound_variance
+from ..federated.messages import combine
+from ..graphical import GraphicalModel, Measurement, minimum_variance_total, mirror_descent
+from ..privacy import PrivacyLedger, cdp_epsilon, cdp_epsilon_loose, cdp_rho, cdp_rho_loose, exponential_mechanism
+from .base import BaseSynthesizer
+from .select_measure import filter_by_model_size, resolve_workload
+
+__all__ = ["HybridSynthesizer", "randdpgen", "RandDPGenResult", "budget_schedule"]
+
+Clique = tuple[str, ...]
+_VARIANCE_MODELS = ("paper_bound", "exact")
+_PGM_LOSSES = ("weighted", "unweighted")
+
+
+class PaperBoundWarning(UserWarning):
+    """Theorem 4.1's ``K S² / (2ρ)`` understates a marginal's true DMM variance (spec G35)."""
+
+
+@dataclass
+class RandDPGenResult:
+    """What the curator ends with (all of it DP: post-processing of the parties' noisy messages)."""
+
+    model: GraphicalModel
+    refined_workload: list
+    weights: dict
+    selection_budgets: dict
+    selection_measurements: dict  # r -> (ŷ_r, per-cell variance)
+    selected: list = field(default_factory=list)
+    round_budgets: list = field(default_factory=list)
+    anneal_events: list = field(default_factory=list)
+    measurements: list = field(default_factory=list)  # Measurement objects fed to Private-PGM
+    total_estimate: float = float("nan")
+
+
+def budget_schedule(rho: float, rounds: int, anneal: Callable[[int], bool], anneal_factor: float = 4.0):
+    """The per-round budgets ``ρ_t`` of §3.9 for a given sequence of annealing decisions.
+
+    ``anneal(t)`` says whether round ``t`` (1-based) triggers annealing.
+    Returns the list of ``ρ_t``; they sum to ``ρ`` (the last round takes
+    exactly the remainder).  :func:`randdpgen` runs the same rule.
+    """
+    out, rho_next, used, t = [], rho / rounds, 0.0, 0
+    while used < rho * (1 - 1e-12):
+        t += 1
+        rho_t = rho_next
+        used += rho_t
+        out.append(rho_t)
+        rho_next = anneal_factor * rho_t if anneal(t) else rho_t
+        if rho - used <= 2 * rho_next * (1 + 1e-12):
+            rho_next = rho - used
+    return out
+
+
+def randdpgen(
+    measure: Callable,
+    domain: Domain,
+    partition: HybridPartition,
+    rho: float,
+    *,
+    workload,
+    rng: np.random.Generator,
+    ledger: PrivacyLedger,
+    alpha: float = 0.1,
+    beta: float = 0.2,
+    rounds: int | None = None,
+    max_cells: int = 10_000,
+    anneal_factor: float = 4.0,
+    protocol: str = "secure_sum",
+    shortcut: bool = True,
+    variance_model: str = "paper_bound",
+    n_repeats: int = 1,
+    use_selection_measurements: bool = False,
+    charge_selection: bool = True,
+    pgm_loss: str = "weighted",
+    max_iters: int = 1000,
+    final_iters: int = 1000,
+    tol: float = 1e-6,
+    max_model_size: float | None = None,
+    log: Callable[[str], None] = lambda message: None,
+) -> RandDPGenResult:
+    """The curator's side of RandDPGen (Algorithm 2 as normalized in spec §3.13).
+
+    Parameters
+    ----------
+    measure : callable
+        ``measure(r, ρ', protocol=..., n_repeats=..., shortcut=...)`` returning a
+        :class:`~skdpsynth.federated.MeasurementReply`, e.g.
+        :meth:`Federation.measure <skdpsynth.federated.Federation.measure>`.
+        The only access to the parties.
+    domain : Domain
+        Public domain.
+    partition : HybridPartition
+        Public partition (validated).
+    rho : float
+        Nominal zCDP budget ρ.
+    workload : list of (clique, weight)
+        The workload W with weights ``c_s``.
+    rng : numpy.random.Generator
+        The curator's randomness (exponential mechanism).
+    ledger : PrivacyLedger
+        Receives one entry per DMM call and per selection.
+    Other parameters
+        As in :class:`HybridSynthesizer`.
+
+    Returns
+    -------
+    RandDPGenResult
+    """
+    K, S = partition.n_slices, partition.n_vertical
+    e = int(n_repeats)
+
+    def variance(r: Clique, rho_prime: float) -> float:
+        """The variance model of the score and the annealing threshold (§3.3, G10)."""
+        if variance_model == "paper_bound":
+            return paper_bound_variance(K, S, rho_prime, e)
+        return measurement_variance(partition, domain, r, rho_prime, protocol=protocol, n_repeats=e,
+                                    shortcut=shortcut)
+
+    def dmm(r: Clique, rho_prime: float, what: str) -> tuple[np.ndarray, float]:
+        reply = measure(r, rho_prime, protocol=protocol, n_repeats=e, shortcut=shortcut)
+        values, var = combine(reply, domain)
+        ledger.add(f"{what} {' x '.join(map(str, r))} (DMM, {protocol})", "gaussian (distributed)",
+                   rho=reply.zcdp_charged, sensitivity=1.0, scale=math.sqrt(var), n_values=values.size,
+                   per_party=reply.party_rhos(), n_repeats=e)
+        return values, var
+
+    def covered(extra: list[Measurement], within: list[Measurement]) -> list[Measurement]:
+        """The selection measurements of marginals inside a measured clique (G22): they sharpen the
+        estimate without adding cliques (all of them would make the model a complete graph)."""
+        sets = [set(m.clique) for m in within]
+        return [m for m in extra if any(set(m.clique) <= c for c in sets)]
+
+    def sd(var: float) -> float:
+        return 1.0 if pgm_loss == "unweighted" else math.sqrt(var)
+
+    # §3.4: W* (refined by Maxsize, no downward closure), weights w_r, OptPBA budgets ρ_r ∝ |r|^{2/3}.
+    refined = list(dict.fromkeys(c for c, _ in workload if domain.size(c) <= max_cells))
+    if not refined:
+        raise ValueError(f"No workload marginal has at most max_cells={max_cells} cells.")
+    weights = {r: sum(c * len(set(r) & set(s)) for s, c in workload) for r in refined}
+    sensitivity = max(weights.values())
+    shares = {r: len(r) ** (2 / 3) for r in refined}
+    norm = math.fsum(shares.values())
+    selection_budgets = {r: alpha * rho * shares[r] / norm for r in refined}
+    if variance_model == "paper_bound":
+        understated = [r for r in refined if exceeds_paper_bound(partition, domain, r)]
+        if understated:
+            warnings.warn(
+                f"Theorem 4.1's variance K*S^2/(2 rho) understates the true DMM variance of {len(understated)} "
+                f"workload marginals (e.g. {understated[0]}: |r| > S); the selection score and annealing threshold "
+                "use the paper's bound as configured, Private-PGM uses the exact variance. "
+                "variance_model='exact' uses the exact variance everywhere.", PaperBoundWarning, stacklevel=3)
+
+    # §3.5: every r in W* measured once with ρ_r (total αρ).
+    selection = {r: dmm(r, selection_budgets[r], "selection measurement") for r in refined}
+    selection_measurements = [Measurement(r, y, sd(v)) for r, (y, v) in selection.items()]
+    exact_selection = [Measurement(r, y, math.sqrt(v)) for r, (y, v) in selection.items()]
+    log(f"{len(refined)} workload marginals measured for selection (alpha = {alpha:g} of the budget)")
+
+    # §3.10: the initial model is uniform, scaled to the MVU total of the selection measurements.
+    total = max(minimum_variance_total(exact_selection), 1.0)
+    model = GraphicalModel(domain, {(a,): np.zeros(domain[a]) for a in domain}, total)
+
+    result = RandDPGenResult(model, refined, weights, selection_budgets,
+                             {r: (y, v) for r, (y, v) in selection.items()}, total_estimate=total)
+    rounds = rounds or 16 * len(domain)
+    measured: list[Measurement] = []
+    exact_measured: list[Measurement] = []
+    rho_next, rho_used, step = rho / rounds, 0.0, None
+    size_cache: dict = {}
+    # §3.9/§3.13: rounds until the budget is used up exactly.
+    while rho_used < rho * (1 - 1e-12):
+        rho_t = rho_next
+        rho_used += rho_t
+        epsilon_t = math.sqrt(8 * (1 - alpha - beta) * rho_t)
+        # G21: the score reads the data only through the (paid) selection measurements, so selection is
+        # post-processing; without charging it, the round's whole (1 - alpha) rho_t goes to the measurement.
+        measure_share = beta if charge_selection else 1 - alpha
+        candidates = refined
+        if max_model_size is not None:
+            limit = max_model_size * min(rho_used / rho, 1.0)
+            candidates = filter_by_model_size(refined, domain, model.cliques, limit, size_cache) or refined
+        # §3.6: the modified quality score, penalised by the expected noise of both measurements.
+        scores = np.array([
+            weights[r] * (np.abs(selection[r][0] - model.project(r).ravel()).sum()
+                          - math.sqrt(2 / math.pi) * math.sqrt(variance(r, measure_share * rho_t)
+                                                               + variance(r, selection_budgets[r]))
+                          * domain.size(r))
+            for r in candidates
+        ])
+        chosen = candidates[exponential_mechanism(
+            scores, epsilon=epsilon_t, sensitivity=sensitivity, random_state=rng,
+            ledger=ledger if charge_selection else None,
+            description=f"round {len(result.selected) + 1}: select a marginal")]
+        # §3.7: measure it with βρ_t (or (1 − α)ρ_t when selection is not charged).
+        y, var = dmm(chosen, measure_share * rho_t, f"round {len(result.selected) + 1}: measurement")
+        measured.append(Measurement(chosen, y, sd(var)))
+        exact_measured.append(Measurement(chosen, y, math.sqrt(var)))
+        before = model.project(chosen).ravel()
+        # §3.8: Private-PGM on all round measurements, total = MVU estimate, warm start.
+        total = max(minimum_variance_total(exact_selection + exact_measured), 1.0)
+        fit_on = measured + (covered(selection_measurements, measured) if use_selection_measurements else [])
+        model, info = mirror_descent(domain, fit_on, known_total=total, potentials=model, iters=max_iters,
+                                     tol=tol, step_size=step)
+        step = info.step_size
+        result.selected.append(chosen)
+        result.round_budgets.append(rho_t)
+        # §3.9: anneal when the model barely moved; the last round takes exactly what is left.
+        moved = np.abs(model.project(chosen).ravel() - before).sum()
+        threshold = math.sqrt(2 / math.pi) * math.sqrt(variance(chosen, measure_share * rho_t)) * domain.size(chosen)
+        rho_next = rho_t
+        if moved <= threshold:
+            rho_next = anneal_factor * rho_t
+            result.anneal_events.append(len(result.selected))
+        if rho - rho_used <= 2 * rho_next * (1 + 1e-12):
+            rho_next = rho - rho_used
+        log(f"round {len(result.selected)}: {chosen}, budget used {rho_used / rho:.1%}, residual "
+            f"{info.residual:.3f} sigma, model {model.size_mb():.2f} MB"
+            + (" (annealed)" if result.anneal_events and result.anneal_events[-1] == len(result.selected) else ""))
+    if final_iters:
+        fit_on = measured + (covered(selection_measurements, measured) if use_selection_measurements else [])
+        model, info = mirror_descent(domain, fit_on, known_total=total, potentials=model, iters=final_iters,
+                                     tol=tol, step_size=step)
+        log(f"final estimation: {info.iterations} iterations, residual {info.residual:.3f} sigma")
+    result.model = model
+    result.measurements = measured
+    result.total_estimate = total
+    return result
+
+
+class HybridSynthesizer(BaseSynthesizer):
+    """RandDPGen: synthetic data from records split across parties by rows and by columns.
+
+    K·S parties hold the data (K disjoint row slices; in each slice the
+    columns are split among its parties, who share record IDs).  A curator
+    runs AIM's select–measure–generate loop, measuring every marginal with the
+    distributed marginal measurement of :mod:`skdpsynth.federated`: each
+    party perturbs only what it holds, and the curator sees noisy messages
+    only.  Horizontal (S = 1), vertical (K = 1) and centralized (K = S = 1)
+    data are special cases.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+    delta : float, default=1e-9
+        (ε, δ) is converted to ρ-zCDP with the tight conversion ``cdp_rho``
+        (the paper's looser Lemma 3.2 inversion under ``paper_reproduction``).
+    partition : None, HybridPartition, dict or list, default=None
+        Who holds what.  ``None``: one party holds everything (K = S = 1).
+        A :class:`~skdpsynth.federated.HybridPartition` (or anything
+        ``HybridPartition.coerce`` accepts) describing the rows of ``X``; or
+        a *recipe* dict without ``"slices"``, ``{"n_slices": K, "n_vertical":
+        S}`` or ``{"n_slices": K, "column_groups": [[...], ...]}``, built at
+        fit with ``HybridPartition.grid`` (seeded from ``random_state``) —
+        the form to use in ``GridSearchCV`` and pipelines, where the rows
+        change.  ``fit(X, partition=...)`` overrides it.
+    domain : dict or Domain, optional
+        Public domain (see :class:`~skdpsynth.synthesizers.base.BaseSynthesizer`).
+    workload : int or list, default=2
+        ``k``: all k-way marginals (weight 1); or a list of cliques or
+        ``(clique, weight)`` pairs.
+    alpha : float, default=0.1
+        Share of ρ for the one-off selection measurements of every workload marginal.
+    beta : float, default=0.2
+        Share of each round's ρ_t for its measurement; the exponential
+        mechanism gets ``1 − α − β``.
+    max_rounds : int, optional
+        T, the bound on the number of rounds (default ``16 · n_attributes``).
+    max_cells : int, default=10000
+        Maxsize: workload marginals with more cells are not candidates.
+    anneal_factor : float, default=4.0
+        ρ_t is multiplied by this when the model barely moves.
+    protocol : {"secure_sum", "indicator"}, default="secure_sum"
+        How parties' answers combine (spec §3.2): a simulated secure
+        aggregation of noise-share counts (exact variance ``V_A``), or the
+        paper's literal per-record noisy indicator vectors (much noisier).
+    local_marginal_shortcut : bool, default=True
+        ``"indicator"`` only: a party holding all of a marginal in its slice
+        releases its noisy marginal instead of indicator vectors.
+    variance_model : {"paper_bound", "exact"}, default="paper_bound"
+        Variance used by the selection score and the annealing threshold:
+        Theorem 4.1's ``K S² / (2ρ')`` (faithful) or the protocol's exact one.
+        Private-PGM always uses the exact variance.
+    n_repeats : int, default=1
+        The paper's IDMM ``e``: ``e > 1`` divides every measurement's variance
+        by ``e`` and costs ``e`` times as much; allowed with a warning, and
+        the true ρ is charged.
+    paper_reproduction : bool, default=False
+        The paper's experimental setting: ``e = K·S`` and the Lemma 3.2
+        conversion.  Warns; ``privacy_report_`` gives the nominal and the
+        true (ε, δ).
+    use_selection_measurements : bool, default=False
+        Also feed Private-PGM the αρ selection measurements of marginals that
+        lie inside a round-measured marginal (spec G22; the paper does not
+        use them; feeding all of them would make the model a complete graph).
+    charge_selection : bool, default=True
+        Charge each round's exponential mechanism ``(1 − α − β)ρ_t`` (the
+        paper).  The score reads the data only through the already-paid
+        selection measurements, so selection is post-processing (spec G21):
+        ``False`` gives the round's whole ``(1 − α)ρ_t`` to its measurement.
+    pgm_loss : {"weighted", "unweighted"}, default="weighted"
+        σ-weighted Private-PGM loss, or the paper's line 11 literally.
+    max_iters, final_iters : int, default=1000
+        Mirror-descent iterations per round and for the final estimate.
+    tol : float, default=1e-6
+    max_model_size : float or None, default=80.0
+        Junction-tree size limit in MB, scaled by the share of the budget
+        used (as in AIM): candidates whose addition would exceed it are
+        skipped.  The spec leaves it off by default (G19); without it a fit
+        on Adult at ε = 1 grew a 57 GiB junction tree, so it is on here.
+        ``None`` turns it off.
+    sampling : {"round", "sample"}, default="round"
+    n_jobs : int, optional
+        joblib ``n_jobs`` for the parties' local work.
+    random_state : None, int or numpy.random.Generator
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    partition_ : HybridPartition
+    rho_ : float
+        Nominal ρ.
+    privacy_report_ : dict
+        ``rho_nominal``, ``rho_true``, ``epsilon_nominal``, ``epsilon_true``,
+        ``delta``, ``conversion``, ``n_repeats``.
+    refined_workload_, weights_, selection_budgets_ :
+        W*, w_r and ρ_r.
+    selected_, round_budgets_, anneal_events_ : list
+        The chosen marginals, the ρ_t of each round and the rounds that annealed.
+    n_rounds_ : int
+    measurements_ : list of Measurement
+    model_ : GraphicalModel
+    n_records_ : float
+        The MVU estimate of the record count from the noisy measurements.
+    privacy_ledger_ : PrivacyLedger
+        One entry per DMM call (``details["per_party"]`` splits it among the
+        parties of a slice) and per selection.
+
+    Examples
+    --------
+    >>> from skdpsynth import HybridSynthesizer
+    >>> from skdpsynth.datasets import load_adult
+    >>> adult = load_adult(discretized=True)
+    >>> X = adult.frame.iloc[:5000, [0, 1, 6, 8, 9, 13]]
+    >>> syn = HybridSynthesizer(epsilon=1.0, partition={"n_slices": 2, "n_vertical": 2},
+    ...                         domain=adult.domain.project(X.columns).to_dict(), random_state=0)
+    >>> syn.fit(X).sample(10).shape
+    (10, 6)
+    >>> syn.partition_.n_slices, syn.partition_.n_vertical
+    (2, 2)
+    >>> round(syn.privacy_ledger_.total_rho() / syn.rho_, 12)
+    1.0
+    """
+
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float = 1e-9,
+        *,
+        partition=None,
+        domain=None,
+        workload=2,
+        alpha: float = 0.1,
+        beta: float = 0.2,
+        max_rounds: int | None = None,
+        max_cells: int = 10_000,
+        anneal_factor: float = 4.0,
+        protocol: str = "secure_sum",
+        local_marginal_shortcut: bool = True,
+        variance_model: str = "paper_bound",
+        n_repeats: int = 1,
+        paper_reproduction: bool = False,
+        use_selection_measurements: bool = False,
+        charge_selection: bool = True,
+        pgm_loss: str = "weighted",
+        max_iters: int = 1000,
+        final_iters: int = 1000,
+        tol: float = 1e-6,
+        max_model_size: float | None = 80.0,
+        sampling: str = "round",
+        n_jobs: int | None = None,
+        random_state=None,
+        verbose: int = 0,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.partition = partition
+        self.domain = domain
+        self.workload = workload
+        self.alpha = alpha
+        self.beta = beta
+        self.max_rounds = max_rounds
+        self.max_cells = max_cells
+        self.anneal_factor = anneal_factor
+        self.protocol = protocol
+        self.local_marginal_shortcut = local_marginal_shortcut
+        self.variance_model = variance_model
+        self.n_repeats = n_repeats
+        self.paper_reproduction = paper_reproduction
+        self.use_selection_measurements = use_selection_measurements
+        self.charge_selection = charge_selection
+        self.pgm_loss = pgm_loss
+        self.max_iters = max_iters
+        self.final_iters = final_iters
+        self.tol = tol
+        self.max_model_size = max_model_size
+        self.sampling = sampling
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- parameters and budget ----------------------------------------------------------------------
+    def _check_params(self) -> None:
+        super()._check_params()
+        a, b = self.alpha, self.beta
+        if not (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > 0 and b > 0 and a + b < 1):
+            raise ValueError(f"alpha and beta must be > 0 with alpha + beta < 1, got alpha={a!r}, beta={b!r}.")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}.")
+        if self.variance_model not in _VARIANCE_MODELS:
+            raise ValueError(f"variance_model must be one of {_VARIANCE_MODELS}, got {self.variance_model!r}.")
+        if self.pgm_loss not in _PGM_LOSSES:
+            raise ValueError(f"pgm_loss must be one of {_PGM_LOSSES}, got {self.pgm_loss!r}.")
+        if not (isinstance(self.n_repeats, (int, np.integer)) and self.n_repeats >= 1):
+            raise ValueError(f"n_repeats must be an integer >= 1, got {self.n_repeats!r}.")
+        if self.max_rounds is not None and not (isinstance(self.max_rounds, (int, np.integer))
+                                                and self.max_rounds >= 1):
+            raise ValueError(f"max_rounds must be a positive integer or None, got {self.max_rounds!r}.")
+        if not (isinstance(self.max_cells, (int, np.integer)) and self.max_cells >= 1):
+            raise ValueError(f"max_cells must be a positive integer, got {self.max_cells!r}.")
+        if not self.anneal_factor >= 1:
+            raise ValueError(f"anneal_factor must be >= 1, got {self.anneal_factor!r}.")
+        if self.max_model_size is not None and not self.max_model_size > 0:
+            raise ValueError(f"max_model_size must be None or > 0, got {self.max_model_size!r}.")
+
+    def _privacy_budget(self) -> dict:
+        budget = super()._privacy_budget()  # validates epsilon and delta
+        if self.paper_reproduction:
+            return {"rho": cdp_rho_loose(float(self.epsilon), float(self.delta))}
+        return budget
+
+    def _charged_budget(self, budget: dict) -> dict:
+        return {"rho": self.privacy_report_["rho_true"]}
+
+    # -- fit ----------------------------------------------------------------------------------------
+    def fit(self, X, y=None, partition=None):
+        """Fit on hybrid-partitioned data.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame, 2-D array, or dict of per-party DataFrames
+            The aligned table (rows are individuals; a party's rows and
+            columns are given by the partition).  Or ``{party: frame}``, each
+            frame holding an ID column (named by ``partition="id:<column>"``
+            or the column ``"ID"``) and the party's columns: the table and the
+            partition are then built by
+            :meth:`HybridPartition.from_party_frames
+            <skdpsynth.federated.HybridPartition.from_party_frames>` (IDs
+            are a public roster).
+        y : array-like, optional
+            A column to synthesize with X (appended last; it must be in the
+            partition's column groups when those are explicit).
+        partition : optional
+            Overrides the ``partition`` hyper-parameter for this fit.
+
+        Returns
+        -------
+        self
+        """
+        partition = self.partition if partition is None else partition
+        if isinstance(X, dict) and all(isinstance(f, pd.DataFrame) for f in X.values()):
+            id_column = "ID"
+            if isinstance(partition, str) and partition.startswith("id:"):
+                id_column, partition = partition[3:], None
+            elif partition is not None:
+                raise ValueError("With per-party frames the partition comes from the frames; pass "
+                                 "partition=None (or 'id:<column>' to name the ID column).")
+            X, partition = HybridPartition.from_party_frames(X, id_column)
+        self._fit_partition = partition
+        try:
+            return super().fit(X, y)
+        finally:
+            del self._fit_partition
+
+    def _resolve_partition(self, partition, n_rows: int, columns: list, rng) -> HybridPartition:
+        if partition is None:
+            return HybridPartition.centralized(n_rows, columns)
+        if isinstance(partition, dict) and "slices" not in partition:
+            recipe = dict(partition)
+            unknown = set(recipe) - {"n_slices", "n_vertical", "column_groups", "shuffle"}
+            if unknown:
+                raise ValueError(f"Unknown partition recipe keys {sorted(unknown)}; use n_slices, n_vertical or "
+                                 "column_groups, shuffle (or give 'slices' for an explicit partition).")
+            return HybridPartition.grid(n_rows, columns, n_slices=recipe.get("n_slices", 1),
+                                        n_vertical=recipe.get("n_vertical"),
+                                        column_groups=recipe.get("column_groups"),
+                                        shuffle=recipe.get("shuffle", True),
+                                        random_state=int(rng.integers(2**63)))
+        return HybridPartition.coerce(partition).validate(columns, n_rows)
+
+    def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
+        columns = list(domain.attrs)
+        partition = self._resolve_partition(self._fit_partition, codes.shape[0], columns, rng)
+        K, S = partition.n_slices, partition.n_vertical
+        e = K * S if self.paper_reproduction else int(self.n_repeats)
+        rho_true = (e * (self.alpha + self.beta) + (1 - self.alpha - self.beta)) * rho
+        delta = float(self.delta)
+        to_epsilon = cdp_epsilon_loose if self.paper_reproduction else cdp_epsilon
+        self.privacy_report_ = {
+            "rho_nominal": rho, "rho_true": rho_true, "epsilon_nominal": float(self.epsilon),
+            "epsilon_true": to_epsilon(rho_true, delta), "delta": delta,
+            "conversion": "lemma 3.2" if self.paper_reproduction else "tight (cdp_rho)", "n_repeats": e,
+        }
+        if e > 1:
+            warnings.warn(
+                f"n_repeats={e} (the paper's IDMM) averages {e} noisy draws per measurement, which costs {e} times "
+                f"the budget: this fit is ({self.privacy_report_['epsilon_true']:.4g}, {delta:g})-DP, not "
+                f"({self.epsilon:g}, {delta:g})-DP. The ledger charges the true cost (rho {rho_true:.6g}).",
+                UserWarning, stacklevel=3)
+        federation = Federation.from_codes(codes, domain, partition, n_jobs=self.n_jobs,
+                                           seed=int(rng.integers(2**63)))
+        workload = resolve_workload(self.workload, domain, None, default_ways=2)
+        self._log(f"partition K={K} x S={S} ({partition.n_parties} parties), protocol {self.protocol}, "
+                  f"rho {rho:.6g}")
+        result = randdpgen(
+            federation.measure, domain, partition, rho, workload=workload, rng=rng, ledger=ledger,
+            alpha=self.alpha, beta=self.beta, rounds=self.max_rounds, max_cells=self.max_cells,
+            anneal_factor=self.anneal_factor, protocol=self.protocol, shortcut=self.local_marginal_shortcut,
+            variance_model=self.variance_model, n_repeats=e,
+            use_selection_measurements=self.use_selection_measurements,
+            charge_selection=self.charge_selection, pgm_loss=self.pgm_loss,
+            max_iters=self.max_iters, final_iters=self.final_iters, tol=self.tol,
+            max_model_size=self.max_model_size, log=self._log if self.verbose else (lambda message: None))
+        self.partition_ = partition
+        self.workload_ = workload
+        self.refined_workload_ = result.refined_workload
+        self.weights_ = result.weights
+        self.selection_budgets_ = result.selection_budgets
+        self.selected_ = result.selected
+        self.round_budgets_ = result.round_budgets
+        self.anneal_events_ = result.anneal_events
+        self.n_rounds_ = len(result.selected)
+        self.measurements_ = result.measurements
+        self.model_ = result.model
+        self.n_records_ = result.total_estimate
+        self._federation_replies = len(federation.replies)
