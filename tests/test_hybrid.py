@@ -27,6 +27,9 @@ from skdpsynth.privacy import PrivacyLedger, cdp_rho, cdp_rho_loose
 from skdpsynth.synthesizers.hybrid import PaperBoundWarning, budget_schedule, randdpgen
 
 ALPHA, BETA = 0.1, 0.2
+# The paper's literal choices (what paper_reproduction uses, without its IDMM and conversion).
+PAPER = dict(alpha=ALPHA, beta=BETA, init="uniform", charge_selection=True, variance_model="paper_bound",
+             use_selection_measurements=False)
 
 
 # -- toy data ------------------------------------------------------------------------------------------
@@ -204,7 +207,7 @@ def test_theorem_4_1_counterexample_is_flagged():
     rng = np.random.default_rng(0)
     X = pd.DataFrame(rng.integers(0, 2, (200, 3)), columns=["a", "b", "c"])
     with pytest.warns(PaperBoundWarning, match="understates"):
-        HybridSynthesizer(1.0, domain={"a": 2, "b": 2, "c": 2}, workload=3, max_rounds=5,
+        HybridSynthesizer(1.0, domain={"a": 2, "b": 2, "c": 2}, workload=3, max_rounds=5, variance_model="paper_bound",
                           partition={"n_slices": 1, "column_groups": [["a"], ["b", "c"]]}, random_state=0).fit(X)
 
 
@@ -217,32 +220,48 @@ def test_idmm_divides_the_variance_and_charges_e_times():
     assert fed.replies[-1].zcdp_charged == pytest.approx(6.0)
     frame, sizes = bayes_net(3000)
     with pytest.warns(UserWarning, match="costs 3 times"):
-        syn = HybridSynthesizer(1.0, domain=sizes, n_repeats=3, max_rounds=30, random_state=0).fit(frame)
-    assert syn.privacy_ledger_.total_rho() == pytest.approx((3 * 0.3 + 0.7) * syn.rho_, rel=1e-9)
-    assert syn.privacy_report_["rho_true"] == pytest.approx(syn.privacy_ledger_.total_rho(), rel=1e-9)
+        paper = HybridSynthesizer(1.0, domain=sizes, n_repeats=3, max_rounds=30, random_state=0, **PAPER).fit(frame)
+    assert paper.privacy_ledger_.total_rho() == pytest.approx((3 * (ALPHA + BETA) + 1 - ALPHA - BETA) * paper.rho_,
+                                                              rel=1e-9)
+    assert paper.privacy_report_["rho_true"] == pytest.approx(paper.privacy_ledger_.total_rho(), rel=1e-9)
+    # Recommended settings: the selection is not charged, everything is a measurement, so e times rho.
+    with pytest.warns(UserWarning, match="costs 3 times"):
+        rec = HybridSynthesizer(1.0, domain=sizes, n_repeats=3, max_rounds=40, random_state=0).fit(frame)
+    assert rec.privacy_ledger_.total_rho() == pytest.approx(3 * rec.rho_, rel=1e-9)
+    assert rec.privacy_report_["rho_true"] == pytest.approx(3 * rec.rho_, rel=1e-9)
+    # init="oneway" with a charged selection: the 1-way rounds measure (1 - alpha) of their budget.
+    with pytest.warns(UserWarning):
+        mixed = HybridSynthesizer(1.0, domain=sizes, n_repeats=2, max_rounds=30, random_state=0,
+                                  **{**PAPER, "init": "oneway"}).fit(frame)
+    assert mixed.privacy_report_["rho_true"] == pytest.approx(mixed.privacy_ledger_.total_rho(), rel=1e-9)
 
 
 # -- §8.18 ledger; the curator sees messages only ----------------------------------------------------------
-@pytest.fixture(scope="module")
-def fitted():
+@pytest.fixture(scope="module", params=["recommended", "paper"])
+def fitted(request):
     frame, sizes = bayes_net(6000)
+    settings = PAPER if request.param == "paper" else {}
     syn = HybridSynthesizer(1.0, domain=sizes, partition={"n_slices": 2, "n_vertical": 2}, max_rounds=40,
-                            random_state=0).fit(frame)
+                            random_state=0, **settings).fit(frame)
     return frame, sizes, syn
 
 
 def test_ledger_sums_to_rho_and_splits_each_call_among_the_slice_parties(fitted):
-    _, _, syn = fitted
+    _, sizes, syn = fitted
     ledger = syn.privacy_ledger_
     assert ledger.total_rho() == pytest.approx(syn.rho_, rel=1e-12)
+    assert syn.privacy_report_["rho_true"] == pytest.approx(syn.rho_, rel=1e-9)
     K = syn.partition_.n_slices
     dmm = [e for e in ledger if e.mechanism == "gaussian (distributed)"]
     em = [e for e in ledger if e.mechanism == "exponential"]
-    assert len(dmm) == len(syn.refined_workload_) + syn.n_rounds_ and len(em) == syn.n_rounds_
+    n_init = len(sizes) if syn.settings_["init"] == "oneway" else 0
+    assert len(dmm) == len(syn.refined_workload_) + n_init + syn.n_rounds_
+    assert len(em) == (syn.n_rounds_ if syn.settings_["charge_selection"] else 0)
     for entry in dmm:
         # Each slice's parties spend the call's rho in total: over K slices the shares sum to K rho'.
         assert math.fsum(entry.details["per_party"].values()) == pytest.approx(K * entry.rho, rel=1e-12)
     assert math.fsum(syn.round_budgets_) == pytest.approx(syn.rho_, rel=1e-12)
+    assert len(syn.round_budgets_) == n_init + syn.n_rounds_
 
 
 def test_curator_runs_on_the_messages_alone():
@@ -301,7 +320,7 @@ def test_more_budget_gives_less_error():
 
 def test_k_s_1_measures_like_a_central_mechanism():
     frame, sizes = bayes_net(3000)
-    syn = HybridSynthesizer(1.0, domain=sizes, max_rounds=20, random_state=0).fit(frame)
+    syn = HybridSynthesizer(1.0, domain=sizes, max_rounds=20, random_state=0, **PAPER).fit(frame)
     assert syn.partition_.n_slices == 1 and syn.partition_.n_vertical == 1
     rounds = [e for e in syn.privacy_ledger_ if e.description.startswith("round") and "measurement" in e.description]
     for entry, rho_t in zip(rounds, syn.round_budgets_):
@@ -355,3 +374,17 @@ def test_clone_pipeline_and_train_on_synthetic():
     pipe = SynthesisPipeline([("synth", HybridSynthesizer(1.0, partition={"n_slices": 2, "n_vertical": 2},
                                                           max_rounds=20, max_iters=50, random_state=0))])
     assert pipe.fit(cats).sample(100).shape == (100, 8)
+
+
+def test_none_hyperparameters_resolve_to_recommended_or_paper_settings():
+    frame, sizes = bayes_net(1500)
+    rec = HybridSynthesizer(1.0, domain=sizes, random_state=0).fit(frame)
+    assert rec.settings_ == {"alpha": 0.3, "beta": 0.2, "init": "oneway", "charge_selection": False,
+                             "variance_model": "exact", "use_selection_measurements": True, "max_rounds": 4 * 8}
+    assert rec.get_params()["alpha"] is None  # stored as given (sklearn contract)
+    # K = S = 1: the paper's IDMM repeats e = K*S = 1 time, so nothing to warn about.
+    paper = HybridSynthesizer(1.0, domain=sizes, paper_reproduction=True, alpha=0.15, random_state=0).fit(frame)
+    assert paper.privacy_report_["rho_true"] == pytest.approx(paper.rho_, rel=1e-9)
+    assert paper.settings_ == {"alpha": 0.15, "beta": 0.2, "init": "uniform", "charge_selection": True,
+                               "variance_model": "paper_bound", "use_selection_measurements": False,
+                               "max_rounds": 16 * 8}

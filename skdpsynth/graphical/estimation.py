@@ -211,9 +211,11 @@ def mirror_descent(
     iters : int
         Maximum number of mirror-descent iterations.
     step_size : float, optional
-        Initial step.  Default ``2 / Lipschitz``, where ``Lipschitz = 2 N Σ_i
-        c_i / σ_i²`` bounds the curvature of the loss relative to the entropy
-        of the normalised model (``c_i`` = largest squared column norm of ``Q_i``).
+        Initial step, e.g. where a previous fit ended (warm start); it never
+        starts below the safe step ``2 / Lipschitz`` (the default), where
+        ``Lipschitz = 2 N Σ_i c_i / σ_i²`` bounds the curvature of the loss
+        relative to the entropy of the normalised model (``c_i`` = largest
+        squared column norm of ``Q_i``).
     tol : float
         Stop early when the relative decrease of the loss over the last 10
         iterations falls below ``tol`` (0 runs all ``iters``).
@@ -321,10 +323,11 @@ def mirror_descent(
             out[h] = g if out[h] is None else out[h] + g
         return [np.zeros(s) if g is None else np.broadcast_to(g, s) for g, s in zip(out, table_shapes)]
 
-    if step_size is None:
-        lipschitz = 2.0 * total * sum(m.column_norm_sq() / m.sigma**2 for m in measurements)
-        step_size = 2.0 / lipschitz if lipschitz > 0 else 1.0
-    alpha = float(step_size)
+    lipschitz = 2.0 * total * sum(m.column_norm_sq() / m.sigma**2 for m in measurements)
+    safe_step = 2.0 / lipschitz if lipschitz > 0 else 1.0
+    # A warm-start step never starts below the safe step: a previous fit that ended at its optimum may have
+    # halved its step to nothing, and the early stop would then end this fit before it moves.
+    alpha = safe_step if step_size is None else max(float(step_size), safe_step)
 
     # The junction-tree tables are linear in the potentials, so a trial step is
     # one subtraction per junction-tree clique: tables − α · (assembled gradient).
@@ -333,21 +336,34 @@ def mirror_descent(
     loss, grads, mus = loss_and_grad(marginals)
     history = [loss]
     calls, converged, it = 1, False, 0
-    for it in range(1, iters + 1):
-        grad_tables = gradient_tables(grads)
-        alpha *= step_growth
+    def line_search(alpha):
+        """Armijo backtracking from ``alpha``: (accepted step or None, BP calls, the trial's results)."""
+        n_calls = 0
         for _ in range(backtracking_steps + 1):
             new_tables = [t - alpha * g for t, g in zip(tables, grad_tables)]
             new_marginals, new_log_z = belief_propagation(jt, new_tables, total)
-            calls += 1
+            n_calls += 1
             new_loss, new_grads, new_mus = loss_and_grad(new_marginals)
             # Armijo condition for mirror descent: L(μ') ≤ L(μ) + ½⟨∇L(μ), μ' − μ⟩.
             predicted = sum(float(grads[c] @ (mus[c] - new_mus[c])) for c in measured)
             if loss - new_loss >= 0.5 * predicted:
-                break
+                return alpha, n_calls, (new_tables, new_marginals, new_log_z, new_loss, new_grads, new_mus)
             alpha *= 0.5
-        else:
+        return None, n_calls, None
+
+    for it in range(1, iters + 1):
+        grad_tables = gradient_tables(grads)
+        alpha *= step_growth
+        accepted, n_calls, trial = line_search(alpha)
+        calls += n_calls
+        if accepted is None and alpha > safe_step:
+            # A warm-start step far too large for these measurements: restart from the safe step 2/L.
+            accepted, n_calls, trial = line_search(safe_step)
+            calls += n_calls
+        if accepted is None:
             break  # no acceptable step: at a (numerical) optimum
+        alpha = accepted
+        new_tables, new_marginals, new_log_z, new_loss, new_grads, new_mus = trial
         for c in measured:
             o, shape, _, _ = lands[c]
             theta[o] = theta[o] - alpha * grads[c].reshape(shape)
