@@ -3,5 +3,6 @@ from .base import BaseSynthesizer
 from .aim import AIMSynthesizer
 from .mst import MSTSynthesizer
 from .hybrid import HybridSynthesizer
+from .view import ViewSynthesizer
 
-__all__ = ["AIMSynthesizer", "BaseSynthesizer", "HybridSynthesizer", "MSTSynthesizer"]
+__all__ = ["AIMSynthesizer", "BaseSynthesizer", "HybridSynthesizer", "MSTSynthesizer", "ViewSynthesizer"]

@@ -1,0 +1,400 @@
+"""ViewSynthesizer: DPView and DPView+ (Lin, Yu & Huang), pure ε-DP synthesis by linking views.
+
+The pipeline, with the sections of the implementation spec (``dpview.md``):
+
+* S1 (§4) — categorical codes over a public domain: done by the base class
+  (numeric columns are bucketized beforehand, e.g. by
+  :class:`~skdpsynth.preprocessing.DPKBinsDiscretizer` with public bounds in a
+  :class:`~skdpsynth.pipeline.SynthesisPipeline`);
+* S2 (§5) — views from public domain sizes only (:mod:`.views`);
+* S3 (§6) — one Laplace measurement per view with budget ``P_i ε``,
+  ``P_i ∝ dom(v_i)^{1/3}`` (:mod:`.allocation`): the only data access;
+* S4 (§7) — consistency / non-negativity loop, record count ``n̂``
+  (:mod:`.postprocess`); consistency-aware normalization runs at sampling
+  time, for the requested number of records;
+* S5 (§8) — linking ``b_1 → c_1 → b_2 → …`` (:mod:`.linking`).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ...domain import Domain
+from ...marginals import marginal
+from ...privacy import PrivacyLedger, laplace_mechanism
+from ..base import BaseSynthesizer
+from .allocation import budget_shares
+from .linking import integer_reference, link
+from .postprocess import con_neg_loop, concentration, consistency_gap, normalize
+from .views import ViewPlan, auto_view_size, view_domain_size, view_list_generation
+
+__all__ = ["ViewSynthesizer", "ViewModel", "measure_views"]
+
+_VARIANTS = ("dpview", "dpview+")
+
+
+@dataclass
+class ViewModel:
+    """The fitted DPView model: views, post-processed (DP) tables and per-view noise thresholds.
+
+    Attributes
+    ----------
+    plan : ViewPlan
+        The views, as attribute positions.
+    sizes : tuple of int
+        Domain size of every attribute.
+    tables : list of ndarray
+        Post-processed tables, one per view of ``plan.views``: exactly consistent; negative mass at most
+        ``postprocess_tol · n̂`` (normalization treats negative cells as 0).
+    rhos : ndarray
+        Per-view noise bound ``ρ_i = −ln(1−γ)/(P_i ε)`` used to pick the start view of normalization.
+    """
+
+    plan: ViewPlan
+    sizes: tuple[int, ...]
+    tables: list
+    rhos: np.ndarray
+
+    def synthesize(self, n: int, rng: np.random.Generator, return_tables: bool = False):
+        """``n`` records (codes) by normalization (§7.6) and linking (§8); post-processing only.
+
+        Returns ``(codes, n_unmatched)``, plus the normalized integer tables of
+        the chain views (``{view index: table}``) when ``return_tables``.
+        """
+        plan, sizes = self.plan, self.sizes
+        views, chain = plan.views, plan.chain
+        if n == 0:
+            empty = np.empty((0, len(sizes)), dtype=np.intp)
+            zeros = {i: np.zeros([sizes[a] for a in views[i]], dtype=np.int64) for i in chain}
+            return (empty, 0, zeros) if return_tables else (empty, 0)
+        normalized, _ = normalize(self.tables, views, chain, n, self.rhos, rng)
+        first_upper = len(plan.base) + len(plan.cross)
+        # DPView+: u_i is the reference when b_{i+1} is linked (§8).
+        references = {i + 1: (integer_reference(self.tables[first_upper + i], n, rng), views[first_upper + i])
+                      for i in range(len(plan.upper))}
+        codes, lost = link(normalized, views, chain, sizes, rng, references)
+        return (codes, lost, normalized) if return_tables else (codes, lost)
+
+
+def measure_views(codes: np.ndarray, domain: Domain, views, epsilons, rng: np.random.Generator,
+                  ledger: PrivacyLedger, kinds=None) -> list[np.ndarray]:
+    """S3: each view's full contingency table plus ``Lap(1/ε_i)`` noise on every cell (spec §6.3).
+
+    Under add/remove-one neighbours one record changes one cell of each table by
+    1, so each table has L1 sensitivity 1 and view ``i`` is ``ε_i``-DP; the
+    views compose sequentially to ``Σ ε_i``.  One pure ledger entry per view.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n, len(domain))
+    domain : Domain
+    views : sequence of tuple of int
+        Attribute positions of each view.
+    epsilons : sequence of float
+    rng : numpy.random.Generator
+    ledger : PrivacyLedger
+    kinds : sequence of str, optional
+        ``"base"``/``"cross"``/``"upper"``, for the ledger descriptions.
+
+    Returns
+    -------
+    list of ndarray
+        Noisy tables, axes in attribute-position order.
+    """
+    kinds = kinds or ["view"] * len(views)
+    noisy = []
+    for view, eps, kind in zip(views, epsilons, kinds):
+        names = [domain.attrs[a] for a in view]
+        noisy.append(laplace_mechanism(marginal(codes, domain, names), epsilon=float(eps), sensitivity=1.0,
+                                       random_state=rng, ledger=ledger,
+                                       description=f"{kind} view {tuple(names)}: Laplace counts"))
+    return noisy
+
+
+def _split_budget(epsilon: float, shares: np.ndarray) -> list[float]:
+    """``P_i ε`` per view, the last one taking the remainder so that the ε's sum to ``epsilon`` to rounding."""
+    eps = [float(p * epsilon) for p in shares[:-1]]
+    return eps + [epsilon - math.fsum(eps)]
+
+
+class ViewSynthesizer(BaseSynthesizer):
+    """DPView / DPView+: pure ε-DP views chosen from public domain sizes, synthesized by linking.
+
+    The attributes are split into base views of ``view_size`` attributes,
+    adjacent base views are bridged by cross views (the large-domain half of
+    one with the small-domain half of the next), and a random search keeps the
+    list with the smallest total number of cells — all from the public domain
+    sizes, without looking at the data.  Each view's full contingency table is
+    released once with the Laplace mechanism, view ``i`` spending ``P_i ε`` with
+    ``P_i ∝ dom(v_i)^{1/3}`` (the split minimising the total noise variance).
+    The noisy tables are made consistent (inverse-variance weights ``∝
+    P_i²/ξ_i``) and non-negative in alternation, normalized to integer tables
+    that agree exactly and sum to the record count, and linked along the chain
+    ``b_1 → c_1 → b_2 → …`` by maximum-cardinality matching on the shared
+    attributes, which gives exactly the requested number of records.  DPView+
+    also measures the upper cross views ``(b_i ∪ b_{i+1}) \\ c_i`` and uses them
+    to choose partners when linking.
+
+    Pure ε-DP (δ = 0) under add/remove-one neighbours: the view tables are the
+    only release, ``n̂`` is derived from them, and ``sample`` is post-processing.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Total pure-DP budget ε.
+    domain : dict or Domain, optional
+        Public domain ``{column: [categories]}`` or ``{column: size}``; see
+        :class:`~skdpsynth.synthesizers.base.BaseSynthesizer`.
+    view_size : int or "auto", default=5
+        Attributes per base and cross view, ``d >= 2`` (the paper uses 5 for
+        Adult).  ``"auto"`` applies our reading of the paper's guideline
+        (:func:`~.views.auto_view_size`), which needs the record count: the
+        public ``n_public`` if given, else a Laplace count spending
+        ``count_share · ε`` (recorded in the ledger; the views get the rest).
+    variant : {"dpview", "dpview+"}, default="dpview"
+        ``"dpview+"`` adds the upper cross views.
+    n_search : int, default=1000
+        Random candidates of the view-list search (Algorithm 3).
+    n_public : int, optional
+        A public record count, used only by ``view_size="auto"``.
+    count_share : float, default=0.05
+        Share of ε spent on the record count for ``view_size="auto"`` without ``n_public``.
+    n_estimator : {"mean", "weighted"}, default="mean"
+        ``n̂`` from the raw noisy view totals: their mean (the paper) or their
+        inverse-variance weighted mean (weights ``∝ P_i²/dom(v_i)``).
+    budget_allocation : {"optimal", "uniform"}, default="optimal"
+        ``P_i ∝ dom(v_i)^{1/3}`` (the paper), or ``1/k`` (ablation).
+    consistency_weights : {"optimal", "uniform"}, default="optimal"
+        Inverse-variance weights (the paper), or equal weights (ablation).
+    max_postprocess_iter : int, default=100
+        Cap on the consistency / non-negativity iterations.
+    postprocess_tol : float, default=1e-3
+        The loop stops when the negative mass left by a consistency pass is at
+        most ``postprocess_tol · n̂``.
+    gamma : float, default=0.95
+        Confidence of the noise bound ``ρ_i = −ln(1−γ)/(P_i ε)`` that picks the
+        most concentrated view to start normalization from.
+    max_view_cells : int, default=50_000_000
+        Refuse (before spending any budget) view lists with a larger view.
+    random_state : None, int or numpy.random.Generator
+        Seeds the view search, the noise and sampling.  Seeded noise is for
+        reproducibility; leave it ``None`` when releasing data.
+    verbose : int, default=0
+        Progress lines on stderr when > 0.
+
+    Attributes
+    ----------
+    base_views_, cross_views_, upper_views_ : list of tuple of str
+        The views (column names).
+    view_type_ : {"I", "II", "III", "flat"}
+        The case of spec §5.2.
+    view_size_ : int
+        The view size used (the chosen one for ``"auto"``).
+    view_plan_ : ViewPlan
+        The same views as attribute positions, with the linking chain.
+    view_domain_sizes_, budget_shares_, epsilons_, noise_scales_ : ndarray
+        Per view (base, cross, upper order): ``dom(v_i)``, ``P_i``, ``P_i ε`` and ``1/(P_i ε)``.
+    n_records_ : int
+        ``n̂``, the DP record count (the default number of sampled records).
+    n_postprocess_iter_ : int
+        Consistency passes run; ``postprocess_converged_`` tells whether the tolerance was reached.
+    start_view_ : tuple of str
+        The view consistency-aware normalization starts from.
+    model_ : ViewModel
+    privacy_ledger_ : PrivacyLedger
+        One pure entry per view (plus the record count for ``"auto"``), summing to ε.
+
+    Notes
+    -----
+    Linking is a grouped construction, not a generic matching algorithm: the
+    records agreeing on the shared attributes form complete bipartite blocks,
+    and pairing them up block by block is a maximum matching (proof in
+    :mod:`skdpsynth.synthesizers.view.linking`); after normalization it is
+    perfect.  ``sample(n)`` for ``n ≠ n̂`` re-normalizes the tables to ``n``
+    (post-processing), so it always returns exactly ``n`` records.
+
+    Examples
+    --------
+    >>> from skdpsynth.datasets import load_adult
+    >>> from skdpsynth.synthesizers.view import ViewSynthesizer
+    >>> adult = load_adult(discretized=True)
+    >>> X = adult.frame[["workclass", "education-num", "marital-status", "race", "sex", "income>50K"]].iloc[:5000]
+    >>> synth = ViewSynthesizer(epsilon=1.0, view_size=3, domain=adult.domain.project(X.columns).to_dict(),
+    ...                         random_state=0).fit(X)
+    >>> synth.view_type_, synth.base_views_
+    ('I', [('education-num', 'marital-status', 'income>50K'), ('workclass', 'race', 'sex')])
+    >>> synth.cross_views_   # the 1 largest attribute of b_1, the 1 smallest of b_2, 1 more (odd d)
+    [('education-num', 'race', 'sex')]
+    >>> synth.sample().shape == (synth.n_records_, 6), synth.sample(100).shape
+    (True, (100, 6))
+    >>> abs(synth.privacy_ledger_.total_epsilon() - 1.0) < 1e-12
+    True
+    """
+
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        *,
+        domain=None,
+        view_size: int | str = 5,
+        variant: str = "dpview",
+        n_search: int = 1000,
+        n_public: int | None = None,
+        count_share: float = 0.05,
+        n_estimator: str = "mean",
+        budget_allocation: str = "optimal",
+        consistency_weights: str = "optimal",
+        max_postprocess_iter: int = 100,
+        postprocess_tol: float = 1e-3,
+        gamma: float = 0.95,
+        max_view_cells: int = 50_000_000,
+        random_state=None,
+        verbose: int = 0,
+    ):
+        self.epsilon = epsilon
+        self.domain = domain
+        self.view_size = view_size
+        self.variant = variant
+        self.n_search = n_search
+        self.n_public = n_public
+        self.count_share = count_share
+        self.n_estimator = n_estimator
+        self.budget_allocation = budget_allocation
+        self.consistency_weights = consistency_weights
+        self.max_postprocess_iter = max_postprocess_iter
+        self.postprocess_tol = postprocess_tol
+        self.gamma = gamma
+        self.max_view_cells = max_view_cells
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- validation -------------------------------------------------------------------------------------
+    def _privacy_budget(self) -> dict:
+        epsilon = self.epsilon
+        if isinstance(epsilon, bool) or not (isinstance(epsilon, numbers.Real) and np.isfinite(epsilon) and epsilon > 0):
+            raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}.")
+        return {"epsilon": float(epsilon)}
+
+    def _check_params(self) -> None:
+        super()._check_params()
+
+        def is_int(v):
+            return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+        def in_open_unit(v):
+            return isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 < v < 1
+
+        if not (self.view_size == "auto" or (is_int(self.view_size) and self.view_size >= 2)):
+            raise ValueError(f"view_size must be an integer >= 2 or 'auto', got {self.view_size!r}.")
+        if self.variant not in _VARIANTS:
+            raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}.")
+        for name in ("n_search", "max_postprocess_iter", "max_view_cells"):
+            value = getattr(self, name)
+            if not (is_int(value) and value >= 1):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+        if self.n_public is not None and not (is_int(self.n_public) and self.n_public >= 1):
+            raise ValueError(f"n_public must be a positive integer or None, got {self.n_public!r}.")
+        if not in_open_unit(self.count_share):
+            raise ValueError(f"count_share must be in (0, 1), got {self.count_share!r}.")
+        if not in_open_unit(self.gamma):
+            raise ValueError(f"gamma must be in (0, 1), got {self.gamma!r}.")
+        if not (isinstance(self.postprocess_tol, numbers.Real) and self.postprocess_tol >= 0):
+            raise ValueError(f"postprocess_tol must be a number >= 0, got {self.postprocess_tol!r}.")
+        for name, allowed in (("n_estimator", ("mean", "weighted")), ("budget_allocation", ("optimal", "uniform")),
+                              ("consistency_weights", ("optimal", "uniform"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}.")
+
+    # -- fit ----------------------------------------------------------------------------------------------
+    def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, epsilon: float) -> None:
+        sizes = tuple(domain.shape)
+        view_rng, noise_rng = (np.random.default_rng(rng.integers(2**63)) for _ in range(2))
+        upper = self.variant == "dpview+"
+        eps_views = epsilon
+
+        # §5.7: "auto" needs n, which is private: a public hint, or a Laplace count paid for here.
+        if self.view_size == "auto":
+            if self.n_public is not None:
+                n_hint = float(self.n_public)
+            else:
+                eps_count = float(self.count_share * epsilon)
+                eps_views = epsilon - eps_count
+                n_hint = float(laplace_mechanism(marginal(codes, domain, []), epsilon=eps_count, sensitivity=1.0,
+                                                 random_state=noise_rng, ledger=ledger,
+                                                 description="record count for view_size='auto'"))
+            d = auto_view_size(sizes, eps_views, max(n_hint, 1.0), upper=upper, gamma=self.gamma)
+            self._log(f"view_size='auto' chose d={d} (record count {'public' if self.n_public else 'DP'} ~{n_hint:.0f})")
+        else:
+            d = int(self.view_size)
+
+        # S2 (§5): views from the public sizes only.
+        plan = view_list_generation(d, sizes, self.n_search, view_rng, upper=upper)
+        view_sizes = np.array([view_domain_size(v, sizes) for v in plan.views], dtype=np.float64)
+        if view_sizes.max() > self.max_view_cells:
+            worst = plan.views[int(np.argmax(view_sizes))]
+            raise ValueError(
+                f"The view {tuple(domain.attrs[a] for a in worst)} has {int(view_sizes.max()):,} cells, more than "
+                f"max_view_cells={self.max_view_cells:,}. Use a smaller view_size, coarser bins, or raise max_view_cells.")
+        self._log(f"{len(plan.views)} views (type {plan.view_type}, d={d}), {int(view_sizes.sum()):,} cells in all")
+
+        # S3 (§6): optimal shares, one Laplace release per view.
+        shares = budget_shares(view_sizes, self.budget_allocation)
+        epsilons = np.array(_split_budget(eps_views, shares))
+        noisy = measure_views(codes, domain, plan.views, epsilons, noise_rng, ledger, plan.kinds)
+
+        # §7.4: n̂ from the noisy totals (never from len(X)).
+        totals = np.array([t.sum() for t in noisy])
+        if self.n_estimator == "mean":
+            n_hat = float(totals.mean())
+        else:
+            precision = shares**2 / view_sizes  # 1 / variance of each total, up to 2/ε²
+            n_hat = float(np.sum(precision * totals) / precision.sum())
+        n_hat = max(1, int(round(n_hat)))
+
+        # S4 (§7.1–7.3): consistency and non-negativity in alternation.
+        tables, n_iter, converged = con_neg_loop(noisy, plan.views, sizes, shares, self.max_postprocess_iter,
+                                                 tol=self.postprocess_tol * n_hat, weights=self.consistency_weights)
+        del noisy
+        # The loop ends on a consistency pass: every pair of views agrees on its intersection (§7.1).
+        gap = consistency_gap(tables, plan.views)
+        if gap > 1e-9 * max(n_hat, float(np.abs(totals).max())):  # pragma: no cover - invariant
+            raise RuntimeError(f"consistency failed (gap {gap:.3g}); please report this bug.")
+        if not converged:
+            warnings.warn(
+                f"Consistency/non-negativity left a negative mass above postprocess_tol * n_hat after "
+                f"{n_iter} iterations; normalization sets the remaining negative cells to 0.",
+                ConvergenceWarning, stacklevel=3)
+        rhos = -math.log(1.0 - self.gamma) / epsilons  # §7.6(a), A17: each view's own noise scale
+        chain = plan.chain
+        start = chain[int(np.argmax([concentration(tables[i], rhos[i]) for i in chain]))]
+
+        names = lambda view: tuple(domain.attrs[a] for a in view)  # noqa: E731
+        self.view_plan_ = plan
+        self.view_size_ = d
+        self.view_type_ = plan.view_type
+        self.base_views_ = [names(v) for v in plan.base]
+        self.cross_views_ = [names(v) for v in plan.cross]
+        self.upper_views_ = [names(v) for v in plan.upper]
+        self.view_domain_sizes_ = view_sizes.astype(np.int64)
+        self.budget_shares_ = shares
+        self.epsilons_ = epsilons
+        self.noise_scales_ = 1.0 / epsilons
+        self.n_postprocess_iter_ = n_iter
+        self.postprocess_converged_ = converged
+        self.start_view_ = names(plan.views[start])
+        self.n_records_ = n_hat
+        self.model_ = ViewModel(plan, sizes, tables, rhos)
+        self._log(f"n_hat={n_hat}; {n_iter} consistency pass(es), converged={converged}; "
+                  f"normalization starts from {self.start_view_}")
+
+    # -- sample -------------------------------------------------------------------------------------------
+    def _sample_codes(self, n_samples: int, rng: np.random.Generator) -> np.ndarray:
+        codes, lost = self.model_.synthesize(n_samples, rng)
+        if lost or codes.shape[0] != n_samples:  # pragma: no cover - normalization makes linking perfect
+            raise RuntimeError(f"linking left {lost} records unmatched; please report this bug.")
+        return codes
