@@ -654,4 +654,3 @@ class HybridSynthesizer(BaseSynthesizer):
         self.measurements_ = result.measurements
         self.model_ = result.model
         self.n_records_ = result.total_estimate
-        self._federation_replies = len(federation.replies)
