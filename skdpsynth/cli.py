@@ -39,9 +39,14 @@ __all__ = ["main"]
 
 
 def _synthesizers() -> dict:
-    from .synthesizers import AIMSynthesizer, HybridSynthesizer, MSTSynthesizer
+    from .synthesizers import AIMSynthesizer, HybridSynthesizer, MSTSynthesizer, ViewSynthesizer
 
-    return {"aim": AIMSynthesizer, "hybrid": HybridSynthesizer, "mst": MSTSynthesizer}
+    return {"aim": AIMSynthesizer, "hybrid": HybridSynthesizer, "mst": MSTSynthesizer,
+            "view": ViewSynthesizer, "view+": ViewSynthesizer}
+
+
+#: Methods whose release is pure ε-DP: they take no δ.
+_PURE = ("view", "view+")
 
 
 def _parties(text: str) -> dict:
@@ -55,11 +60,27 @@ def _parties(text: str) -> dict:
     return {"n_slices": k, "n_vertical": s}
 
 
+def _view_size(text: str):
+    """``--view-size``: an integer >= 2 or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 2 or 'auto', got {text!r}") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be >= 2 or 'auto', got {text}")
+    return value
+
+
 def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins: int, seed, verbose: int,
-                   parties: dict | None = None):
+                   parties: dict | None = None, view_size=5):
     """The preprocessing + synthesizer chain the command runs (public schema: preprocessing is free)."""
-    extra = {"partition": parties} if method == "hybrid" else {}
-    synth = _synthesizers()[method](epsilon=epsilon, delta=delta, random_state=seed, verbose=verbose, **extra)
+    if method in _PURE:  # pure ε-DP: no δ
+        extra = {"view_size": view_size, "variant": "dpview+" if method == "view+" else "dpview"}
+    else:
+        extra = {"delta": delta, **({"partition": parties} if method == "hybrid" else {})}
+    synth = _synthesizers()[method](epsilon=epsilon, random_state=seed, verbose=verbose, **extra)
     return SynthesisPipeline([("table", TableDiscretizer(schema, n_bins=n_bins, random_state=seed)), ("synth", synth)])
 
 
@@ -108,7 +129,7 @@ def _run(real: pd.DataFrame, schema, args, title: str) -> int:
         print(f"holding out {len(test):,} of {len(real):,} records (test-size {args.test_size:g}) to measure "
               f"train-on-synthetic-test-on-real accuracy for {args.target!r}; the synthesizer never sees them")
     pipe = build_pipeline(schema, method=args.method, epsilon=args.epsilon, delta=args.delta, n_bins=args.bins,
-                          seed=args.seed, verbose=verbose, parties=args.parties)
+                          seed=args.seed, verbose=verbose, parties=args.parties, view_size=args.view_size)
     pipe.fit(train)
     synthetic = pipe.sample(args.rows)
     seconds = time.perf_counter() - start
@@ -116,10 +137,12 @@ def _run(real: pd.DataFrame, schema, args, title: str) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     synthetic.to_csv(out, index=False)
     ledger = pipe.privacy_ledger_
-    delta = args.delta
+    pure = set(ledger.to_frame()["accounting"]) <= {"pure"}
+    delta = None if pure else args.delta  # a pure ε-DP release is stated without δ
     if not args.quiet:
         print(f"wrote {len(synthetic):,} records to {out} in {seconds:.1f} s")
-        print(f"privacy: {len(ledger)} releases, ({ledger.epsilon(delta):.4f}, {delta:g})-DP")
+        guarantee = f"{ledger.total_epsilon():.4f}-DP (pure)" if pure else f"({ledger.epsilon(delta):.4f}, {delta:g})-DP"
+        print(f"privacy: {len(ledger)} releases, {guarantee}")
     if args.report:
         from .metrics.report import write_report
 
@@ -176,7 +199,8 @@ def _demo(args) -> int:
         args.target = adult.target_name
     if not args.quiet:
         print(f"Adult (bundled, {len(adult.frame):,} records x {adult.frame.shape[1]} columns), public schema, "
-              f"{args.method.upper()} at epsilon={args.epsilon}, delta={args.delta}")
+              f"{args.method.upper()} at epsilon={args.epsilon}"
+              + ("" if args.method in _PURE else f", delta={args.delta}"))
     return _run(adult.frame, adult.schema, args, "skdpsynth demo: UCI Adult")
 
 
@@ -198,8 +222,13 @@ def main(argv=None) -> int:
     def common(p):
         p.add_argument("--epsilon", type=checked(float, lambda v: 0 < v < float("inf"), "a number > 0"),
                        default=1.0)
-        p.add_argument("--delta", type=checked(float, lambda v: 0 < v < 1, "in (0, 1)"), default=1e-9)
-        p.add_argument("--method", choices=sorted(_synthesizers()), default="mst")
+        p.add_argument("--delta", type=checked(float, lambda v: 0 < v < 1, "in (0, 1)"), default=1e-9,
+                       help="delta of the (epsilon, delta)-DP guarantee (unused by the pure epsilon-DP view methods)")
+        p.add_argument("--method", choices=sorted(_synthesizers()), default="mst",
+                       help="aim, mst: centralized baselines; hybrid: RandDPGen over simulated parties; "
+                            "view / view+: DPView / DPView+ (pure epsilon-DP)")
+        p.add_argument("--view-size", type=_view_size, default=5, metavar="D",
+                       help="--method view/view+: attributes per view, or 'auto' (default 5)")
         p.add_argument("--parties", type=_parties, default=None, metavar="KxS",
                        help="--method hybrid: simulate K row slices x S column groups (default 1x1)")
         p.add_argument("--rows", type=checked(int, lambda v: v >= 0, "an integer >= 0"), default=None,

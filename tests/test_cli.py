@@ -101,19 +101,32 @@ def test_target_must_be_a_column(table, tmp_path):
 
 
 @pytest.mark.parametrize("args", [["--epsilon", "0"], ["--epsilon", "-1"], ["--delta", "1"], ["--rows", "-5"],
-                                  ["--bins", "0"], ["--test-size", "1.5"], ["--epsilon", "abc"]])
+                                  ["--bins", "0"], ["--test-size", "1.5"], ["--epsilon", "abc"],
+                                  ["--view-size", "1"], ["--view-size", "big"]])
 def test_bad_numbers_are_rejected_by_the_parser(table, tmp_path, args, capsys):
     _, path, schema_path = table
     with pytest.raises(SystemExit) as info:
         main(["synthesize", str(path), "--schema", str(schema_path), "-q", *args])
     err = capsys.readouterr().err
-    assert info.value.code == 2 and ("must be" in err or "not a valid" in err)
+    assert info.value.code == 2 and ("must be" in err or "not a valid" in err or "expected" in err)
 
 
-@pytest.mark.parametrize("method, extra", [("aim", []), ("hybrid", ["--parties", "2x2"])])
+@pytest.mark.parametrize("method, extra", [("aim", []), ("hybrid", ["--parties", "2x2"]), ("view", []),
+                                           ("view+", ["--view-size", "2"]), ("view", ["--view-size", "auto"])])
 def test_every_method_runs_from_the_command_line(table, tmp_path, method, extra):
     _, path, schema_path = table
     out = tmp_path / f"{method}.csv"
     assert main(["synthesize", str(path), "--schema", str(schema_path), "--method", method, *extra, "--rows", "300",
                  "-o", str(out), "-q", "--seed", "0", "--bins", "6"]) == 0
     assert len(pd.read_csv(out)) == 300
+
+
+def test_view_methods_state_a_pure_guarantee(table, tmp_path, capsys):
+    _, path, schema_path = table
+    report = tmp_path / "report.html"
+    assert main(["synthesize", str(path), "--schema", str(schema_path), "--method", "view+", "--view-size", "2",
+                 "--epsilon", "0.5", "-o", str(tmp_path / "s.csv"), "--report", str(report), "--no-plots",
+                 "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "0.5000-DP (pure)" in out and "1e-09" not in out
+    assert "0.5000-DP</b> (pure)" in report.read_text()

