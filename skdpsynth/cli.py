@@ -227,7 +227,7 @@ def main(argv=None) -> int:
         p.add_argument("--method", choices=sorted(_synthesizers()), default="mst",
                        help="aim, mst: centralized baselines; hybrid: RandDPGen over simulated parties; "
                             "view / view+: DPView / DPView+ (pure epsilon-DP)")
-        p.add_argument("--view-size", type=_view_size, default=5, metavar="D",
+        p.add_argument("--view-size", type=_view_size, default=None, metavar="D",
                        help="--method view/view+: attributes per view, or 'auto' (default 5)")
         p.add_argument("--parties", type=_parties, default=None, metavar="KxS",
                        help="--method hybrid: simulate K row slices x S column groups (default 1x1)")
@@ -255,6 +255,13 @@ def main(argv=None) -> int:
     demo.add_argument("--no-target", action="store_true", help="no TSTR hold-out (fit on every record)")
     common(demo)
     args = ap.parse_args(argv)
+    # Options of one method given with another would be silently ignored: refuse them instead.
+    if args.parties is not None and args.method != "hybrid":
+        ap.error(f"--parties applies to --method hybrid only, not {args.method!r}")
+    if args.view_size is not None and args.method not in _PURE:
+        ap.error(f"--view-size applies to --method view / view+ only, not {args.method!r}")
+    if args.view_size is None:
+        args.view_size = 5
     return _synthesize(args) if args.command == "synthesize" else _demo(args)
 
 

@@ -130,3 +130,12 @@ def test_view_methods_state_a_pure_guarantee(table, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "0.5000-DP (pure)" in out and "1e-09" not in out
     assert "0.5000-DP</b> (pure)" in report.read_text()
+
+
+@pytest.mark.parametrize("args", [["--method", "aim", "--parties", "2x2"], ["--method", "mst", "--view-size", "3"],
+                                  ["--method", "hybrid", "--view-size", "auto"]])
+def test_options_of_another_method_are_refused(table, args, capsys):
+    _, path, schema_path = table
+    with pytest.raises(SystemExit) as info:
+        main(["synthesize", str(path), "--schema", str(schema_path), "-q", *args])
+    assert info.value.code == 2 and "applies to --method" in capsys.readouterr().err
