@@ -17,7 +17,7 @@ def main():
     adult = load_adult(discretized=True)
     real, domain = adult.frame, adult.domain
     start = time.perf_counter()
-    mst = MSTSynthesizer(epsilon=1.0, delta=1e-9, domain=domain.to_dict(), random_state=0).fit(real)
+    mst = MSTSynthesizer(epsilon=1.0, delta=1e-9, domain=domain.to_dict()).fit(real)
     synthetic = mst.sample()
     seconds = time.perf_counter() - start
 

@@ -6,11 +6,17 @@
 ``synthesize`` discretizes/encodes the table with a public schema (the JSON
 format of :class:`~skdpsynth.preprocessing.TableDiscretizer`), fits the chosen
 synthesizer, writes the synthetic records in the input's schema and prints the
-privacy ledger.  Without ``--schema`` the category lists and numeric ranges
-would have to be read from the private data: the command says which and stops
-unless ``--infer-schema`` is given (then it proceeds with a privacy-leak
-warning).  ``demo`` runs the same chain on the bundled Adult data with its
-public schema.
+privacy guarantee.  Metadata the schema does not give (a numeric column's
+bounds or quantile bin edges, a categorical column's categories, any column
+it does not name) would be read from the private data: the command names those
+columns and stops (exit 2) unless it may pay for them with DP
+(``--preprocessing-epsilon E``, a part of ``--epsilon``) or is told to read
+them anyway (``--infer-schema``; the result is then stated, on stdout, in the
+report and in the ledger, as NOT differentially private).  ``demo`` runs the
+same chain on the bundled Adult data with its public schema.
+
+With ``--seed`` the privacy noise is reproducible from the seed: the command
+and the report say so, and the seed must not be published with the output.
 
 Progress (budget used, rounds, the estimation's residual) goes to stderr;
 ``-q`` silences it.  ``--report`` writes a self-contained HTML report (privacy
@@ -33,7 +39,8 @@ import pandas as pd
 
 from .pipeline import SynthesisPipeline
 from .preprocessing import TableDiscretizer
-from .preprocessing.table import schema_from_json
+from .preprocessing.table import private_metadata, schema_from_json
+from .privacy import ReproducibleNoiseWarning
 
 __all__ = ["main"]
 
@@ -74,14 +81,36 @@ def _view_size(text: str):
 
 
 def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins: int, seed, verbose: int,
-                   parties: dict | None = None, view_size=5):
-    """The preprocessing + synthesizer chain the command runs (public schema: preprocessing is free)."""
+                   parties: dict | None = None, view_size=5, preprocessing_epsilon: float | None = None,
+                   discover_categories: bool = False):
+    """The preprocessing + synthesizer chain the command runs.
+
+    Public metadata is free.  With ``preprocessing_epsilon`` the metadata the
+    schema lacks is released with DP from that part of ``epsilon`` (and half
+    of ``delta`` when categories must be discovered, all of it for the pure
+    ε-DP methods, which use none); the synthesizer gets the rest, so the
+    composed guarantee is at most (``epsilon``, ``delta``).
+    """
+    pre_delta = None
+    if preprocessing_epsilon is not None:
+        epsilon = epsilon - preprocessing_epsilon
+        if discover_categories:
+            pre_delta = delta if method in _PURE else delta / 2
+            delta = delta - pre_delta
     if method in _PURE:  # pure ε-DP: no δ
         extra = {"view_size": view_size, "variant": "dpview+" if method == "view+" else "dpview"}
     else:
         extra = {"delta": delta, **({"partition": parties} if method == "hybrid" else {})}
     synth = _synthesizers()[method](epsilon=epsilon, random_state=seed, verbose=verbose, **extra)
-    return SynthesisPipeline([("table", TableDiscretizer(schema, n_bins=n_bins, random_state=seed)), ("synth", synth)])
+    table = TableDiscretizer(schema, n_bins=n_bins, epsilon=preprocessing_epsilon, delta=pre_delta, random_state=seed)
+    return SynthesisPipeline([("table", table), ("synth", synth)])
+
+
+def _seed_note(seed) -> str | None:
+    if seed is None:
+        return None
+    return (f"--seed {seed} makes the privacy noise reproducible: anyone with the seed can regenerate and remove it. "
+            "Do not publish the seed (or this command line) with the output; omit --seed for a release.")
 
 
 def _split(real: pd.DataFrame, target: str | None, test_size: float, seed):
@@ -129,7 +158,9 @@ def _run(real: pd.DataFrame, schema, args, title: str) -> int:
         print(f"holding out {len(test):,} of {len(real):,} records (test-size {args.test_size:g}) to measure "
               f"train-on-synthetic-test-on-real accuracy for {args.target!r}; the synthesizer never sees them")
     pipe = build_pipeline(schema, method=args.method, epsilon=args.epsilon, delta=args.delta, n_bins=args.bins,
-                          seed=args.seed, verbose=verbose, parties=args.parties, view_size=args.view_size)
+                          seed=args.seed, verbose=verbose, parties=args.parties, view_size=args.view_size,
+                          preprocessing_epsilon=args.preprocessing_epsilon,
+                          discover_categories="categories" in getattr(args, "private_metadata", {}).values())
     pipe.fit(train)
     synthetic = pipe.sample(args.rows)
     seconds = time.perf_counter() - start
@@ -137,12 +168,15 @@ def _run(real: pd.DataFrame, schema, args, title: str) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     synthetic.to_csv(out, index=False)
     ledger = pipe.privacy_ledger_
-    pure = set(ledger.to_frame()["accounting"]) <= {"pure"}
+    pure = set(ledger.to_frame()["accounting"]) <= {"pure", "leak"}
     delta = None if pure else args.delta  # a pure ε-DP release is stated without δ
+    notes = [note for note in (_seed_note(args.seed),) if note]
     if not args.quiet:
         print(f"wrote {len(synthetic):,} records to {out} in {seconds:.1f} s")
-        guarantee = f"{ledger.total_epsilon():.4f}-DP (pure)" if pure else f"({ledger.epsilon(delta):.4f}, {delta:g})-DP"
-        print(f"privacy: {len(ledger)} releases, {guarantee}")
+        releases = sum(e.accounting != "leak" for e in ledger)
+        print(f"privacy: {releases} releases, {ledger.statement(delta)}")
+        for note in notes:
+            print(f"note: {note}")
     if args.report:
         from .metrics.report import write_report
 
@@ -150,7 +184,8 @@ def _run(real: pd.DataFrame, schema, args, title: str) -> int:
         written = write_report(
             Path(args.report), real=real, synthetic=synthetic, real_codes=scores["real_codes"],
             synthetic_codes=scores["synthetic_codes"], ledger=ledger, delta=delta, title=title,
-            tvd=scores["tvd"], tstr=scores["tstr"], seconds=seconds, plots=False if args.no_plots else "auto")
+            tvd=scores["tvd"], tstr=scores["tstr"], seconds=seconds, plots=False if args.no_plots else "auto",
+            notes=notes)
         if not args.quiet:
             tvd = scores["tvd"]
             print("average TVD: " + ", ".join(f"{k}-way {v:.4f}" for k, v in tvd.items()))
@@ -164,23 +199,42 @@ def _run(real: pd.DataFrame, schema, args, title: str) -> int:
     return 0
 
 
-def _synthesize(args) -> int:
-    real = pd.read_csv(args.input)
-    if args.schema:
-        schema = schema_from_json(Path(args.schema).read_text())
-        missing = [c for c in real.columns if c not in schema]
-    else:
-        schema, missing = None, list(real.columns)
-    if missing and not args.infer_schema:
+def _check_metadata(real: pd.DataFrame, schema, args) -> int | None:
+    """Refuse (2) to read metadata from the data unless it is paid for with DP or --infer-schema says so."""
+    needs = private_metadata(schema, real, n_bins=args.bins)
+    args.private_metadata = needs
+    if args.preprocessing_epsilon is not None:
+        if not needs:
+            print("--preprocessing-epsilon: every column's metadata is public in --schema, so there is nothing to "
+                  "spend it on; drop it (the synthesizer then gets all of --epsilon).", file=sys.stderr)
+            return 2
+        if not args.preprocessing_epsilon < args.epsilon:
+            print(f"--preprocessing-epsilon {args.preprocessing_epsilon:g} must be smaller than --epsilon "
+                  f"{args.epsilon:g}: it is the part of the budget spent on metadata.", file=sys.stderr)
+            return 2
+        return None
+    if needs and not args.infer_schema:
+        listed = "; ".join(f"{c!r} ({what})" for c, what in needs.items())
         print(
-            f"No public schema for columns {missing}: their category lists (or min/max for numbers) would be read "
-            "from the private data, which differential privacy does not cover. Give them in --schema, or pass "
-            "--infer-schema to proceed anyway (a PrivacyLeakWarning is issued).",
+            f"No public metadata for columns {list(needs)}: {listed} would be read from the private data, which "
+            "differential privacy does not cover. Give them in --schema (bounds or edges for numeric columns, "
+            "categories for the others), pay for them with --preprocessing-epsilon E (released with DP from E of "
+            "--epsilon), or pass --infer-schema to proceed anyway: the output is then NOT differentially private.",
             file=sys.stderr,
         )
         return 2
+    return None
+
+
+def _synthesize(args) -> int:
+    real = pd.read_csv(args.input)
+    schema = schema_from_json(Path(args.schema).read_text()) if args.schema else None
+    refused = _check_metadata(real, schema, args)
+    if refused is not None:
+        return refused
     with warnings.catch_warnings():
         warnings.simplefilter("always")
+        warnings.simplefilter("ignore", ReproducibleNoiseWarning)  # the command says it in its own words
         return _run(real, schema, args, f"skdpsynth: {Path(args.input).name}")
 
 
@@ -197,11 +251,16 @@ def _demo(args) -> int:
         args.rows = len(adult.frame)
     if args.target is None and not args.no_target:
         args.target = adult.target_name
+    refused = _check_metadata(adult.frame, adult.schema, args)
+    if refused is not None:
+        return refused
     if not args.quiet:
         print(f"Adult (bundled, {len(adult.frame):,} records x {adult.frame.shape[1]} columns), public schema, "
               f"{args.method.upper()} at epsilon={args.epsilon}"
               + ("" if args.method in _PURE else f", delta={args.delta}"))
-    return _run(adult.frame, adult.schema, args, "skdpsynth demo: UCI Adult")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReproducibleNoiseWarning)  # the command says it in its own words
+        return _run(adult.frame, adult.schema, args, "skdpsynth demo: UCI Adult")
 
 
 def main(argv=None) -> int:
@@ -240,13 +299,20 @@ def main(argv=None) -> int:
                             "test-on-real accuracy")
         p.add_argument("--test-size", type=checked(float, lambda v: 0 < v < 1, "in (0, 1)"), default=0.2)
         p.add_argument("--no-plots", action="store_true", help="tables-only report even if matplotlib is installed")
-        p.add_argument("--seed", type=int, default=None)
+        p.add_argument("--preprocessing-epsilon", type=checked(float, lambda v: 0 < v < float("inf"), "a number > 0"),
+                       default=None, metavar="E",
+                       help="part of --epsilon spent releasing, with DP, the metadata the schema lacks (numeric "
+                            "bounds / quantile edges, categories); half of --delta goes to category discovery")
+        p.add_argument("--seed", type=int, default=None,
+                       help="seed the noise (reproducible runs only: the noise can be regenerated from the seed, "
+                            "so never publish it with the output)")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary output")
 
     syn = sub.add_parser("synthesize", help="synthesize a CSV file")
     syn.add_argument("input")
     syn.add_argument("--schema", default=None, help="public schema JSON (TableDiscretizer format)")
-    syn.add_argument("--infer-schema", action="store_true", help="read missing metadata from the data (leaks)")
+    syn.add_argument("--infer-schema", action="store_true",
+                     help="read missing metadata from the data without DP (the output is NOT differentially private)")
     syn.add_argument("-o", "--output", default="synthetic.csv")
     syn.add_argument("--report", default=None, help="write an HTML fidelity report here")
     common(syn)

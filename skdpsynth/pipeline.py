@@ -17,6 +17,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .domain import Domain
+from .privacy import warn_privacy_leak
+from .privacy.metadata import is_public
 
 try:  # public since scikit-learn 1.6
     from sklearn.utils import get_tags
@@ -107,9 +109,12 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
     would not be differentially private (and could leave a label out).  Give
     it either in the synthesizer's ``domain=`` under ``y``'s name
     (``y.name``, or ``"target"`` when ``y`` has no name), as a number of
-    integer codes or a list of labels, or pass ``y`` as a pandas categorical
-    (its categories are then the domain).  Otherwise :meth:`fit` raises a
-    ``ValueError`` before spending anything.  The synthetic target is
+    integer codes or a list of labels, or pass ``y`` encoded by a DP step of
+    :mod:`skdpsynth.preprocessing` (its categories are then the domain).  A
+    ``y.astype("category")`` takes its categories from the data: the fit
+    then issues a ``PrivacyLeakWarning`` and its ledger states no DP
+    guarantee.  Without any of these, :meth:`fit` raises a ``ValueError``
+    before spending anything.  The synthetic target is
     converted back to ``y``'s type and dtype, so predictions are real label
     values and compare directly with real labels.
 
@@ -219,7 +224,7 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
         y : array-like of shape (n_records,)
             The target.  Its domain must be public: declared in the
             synthesizer's ``domain=`` under ``y``'s name (``"target"`` if
-            unnamed), or given by a pandas ``CategoricalDtype``.
+            unnamed), or given by the ``CategoricalDtype`` of a DP step.
 
         Returns
         -------
@@ -286,17 +291,19 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
         if isinstance(domain, Mapping) and name in domain:
             return synthesizer
         if isinstance(getattr(y, "dtype", None), pd.CategoricalDtype):
-            if "domain" in params:
-                # The categories are public metadata; hand them to the clone's domain so
-                # that they are used whatever form y takes inside the synthesizer's fit.
+            if is_public(y.dtype):
+                # Categories a DP step produced: hand them to the clone's domain so that they
+                # are used whatever form y takes inside the synthesizer's fit.
                 given = domain.to_dict() if isinstance(domain, Domain) else dict(domain or {})
                 synthesizer.set_params(domain={**given, name: list(y.dtype.categories)})
+            # Otherwise (e.g. y.astype("category")) the synthesizer's fit takes them from the dtype and
+            # reports the leak (PrivacyLeakWarning, recorded in its ledger).
             return synthesizer
         raise ValueError(
             f"The domain of the target {name!r} is unknown: its labels would have to be read from y, which is "
             "not differentially private. Declare it in the synthesizer's domain= under the name "
             f"{name!r} (a number of integer codes or a list of labels, e.g. domain={{..., {name!r}: 2}}), "
-            "or pass y as a pandas categorical whose categories are the labels."
+            "or pass y encoded by a DP step of skdpsynth.preprocessing (a categorical whose categories are the labels)."
         )
 
     # -- delegation ----------------------------------------------------------
@@ -473,6 +480,14 @@ class SynthesisPipeline(BaseEstimator):
             step_ledger = getattr(step, "privacy_ledger_", None)
             if step_ledger is not None:
                 ledger.extend(step_ledger, party=name)
+            elif not _is_stateless(step):
+                warn_privacy_leak(
+                    f"Step {name!r} ({type(step).__name__}) was fitted on the private data but is not a DP step "
+                    "(it has no privacy_ledger_): what it learned (e.g. KBinsDiscretizer's bin edges) leaves fit() "
+                    "without differential privacy, and inverse_transform writes it into the synthetic records. Use "
+                    "a DP step of skdpsynth.preprocessing, or a stateless transformer.",
+                    ledger=ledger, description=f"step {name!r} ({type(step).__name__}) fitted on the data without DP",
+                    party=name)
         self.steps_ = fitted
         self.named_steps_ = dict(fitted)
         self.privacy_ledger_ = ledger
@@ -486,6 +501,16 @@ class SynthesisPipeline(BaseEstimator):
         for _, step in reversed(self.steps_[:-1]):
             data = step.inverse_transform(data)
         return data
+
+
+def _is_stateless(step) -> bool:
+    """True for a transformer that learns nothing from the data (scikit-learn's ``requires_fit=False`` tag)."""
+    if get_tags is None:  # pragma: no cover - scikit-learn < 1.6: assume it learns
+        return False
+    try:
+        return not get_tags(step).requires_fit
+    except (AttributeError, TypeError, ValueError):
+        return False
 
 
 def make_synthesis_pipeline(*steps) -> SynthesisPipeline:

@@ -2,6 +2,8 @@
 import numpy as np
 import pandas as pd
 import pytest
+
+from skdpsynth.privacy import mark_public
 from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression, Ridge
@@ -142,7 +144,7 @@ def test_numpy_input(data):
 # -- the target's domain and dtype ---------------------------------------------------------------------------
 def test_categorical_target_needs_no_domain_entry(data):
     X, y, X_test, y_test, domain = data
-    labels = pd.CategoricalDtype(["<=50K", ">50K"])
+    labels = mark_public(pd.CategoricalDtype(["<=50K", ">50K"]))  # a public label list, declared so
     y_cat = pd.Series(pd.Categorical.from_codes(y.to_numpy(), dtype=labels), name="income")
     features_only = {c: domain[c] for c in FEATURES}
     est = model(features_only).fit(X, y_cat)  # no PrivacyLeakWarning: the categories are the domain

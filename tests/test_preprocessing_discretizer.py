@@ -10,6 +10,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
+from skdpsynth.privacy import ReproducibleNoiseWarning
 from skdpsynth import MSTSynthesizer
 from skdpsynth.preprocessing.discretizer import DPKBinsDiscretizer, _bounds_threshold
 from skdpsynth.privacy import PrivacyLedger, PrivacyLeakWarning
@@ -30,6 +31,7 @@ def ages():
 def test_public_bounds_exact_edges_no_ledger_no_warning(ages):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.simplefilter("ignore", ReproducibleNoiseWarning)  # seeded on purpose
         disc = DPKBinsDiscretizer(n_bins={"age": 5, "income": 4},
                                   bounds={"age": (17, 90), "income": (0, 1000)}, epsilon=1.0)
         assert disc.fit(ages) is disc
@@ -75,13 +77,16 @@ def test_inferred_bounds_warn_once_naming_exactly_those_columns():
     msg = str(leaks[0].message)
     assert "'a'" in msg and "'c'" in msg and "'b'" not in msg
     assert disc.bounds_ == {"a": (1.0, 3.0), "b": (0.0, 10.0), "c": (0.0, 2.0)}
-    assert len(disc.privacy_ledger_) == 0
+    # Nothing spent; the leak is recorded, naming the same columns.
+    assert [e.accounting for e in disc.privacy_ledger_] == ["leak"]
+    assert disc.privacy_ledger_.leaks[0].details["columns"] == ["a", "c"]
 
 
 def test_no_warning_with_public_bounds_or_epsilon():
     X = pd.DataFrame({"a": np.random.default_rng(1).normal(50, 10, 3000)})
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.simplefilter("ignore", ReproducibleNoiseWarning)  # seeded on purpose
         DPKBinsDiscretizer(bounds=(0, 100)).fit(X)
         DPKBinsDiscretizer(epsilon=1.0, random_state=0).fit(X)
         DPKBinsDiscretizer(strategy="quantile", epsilon=1.0, random_state=0).fit(X)

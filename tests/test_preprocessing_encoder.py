@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 from sklearn.base import clone
 
+from skdpsynth.privacy import ReproducibleNoiseWarning
 from skdpsynth import MSTSynthesizer
 from skdpsynth.privacy import PrivacyLeakWarning
 from skdpsynth.preprocessing.encoder import (
@@ -38,6 +39,7 @@ def test_public_categories_exact_no_ledger_no_warning():
     X = mixed_frame()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any warning (a leak in particular) fails
+        warnings.simplefilter("ignore", ReproducibleNoiseWarning)  # seeded on purpose
         enc = DPCategoricalEncoder(categories=PUBLIC).fit(X)
     for col, cats in PUBLIC.items():
         assert enc.categories_[col] == cats + [OTHER, MISSING]
@@ -101,12 +103,15 @@ def test_inferred_categories_warn_once_naming_exactly_those_columns():
     assert "'s'" not in message and "'c'" not in message
     assert enc.categories_["i"] == [10, 20, 30, OTHER, MISSING]
     assert enc.categories_["b"] == [False, True, OTHER, MISSING]
-    assert len(enc.privacy_ledger_) == 0
+    # Nothing spent; the leak is recorded, naming the same columns.
+    assert [e.accounting for e in enc.privacy_ledger_] == ["leak"]
+    assert enc.privacy_ledger_.leaks[0].details["columns"] == ["i", "b"]
 
 
 def test_no_warning_with_epsilon():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.simplefilter("ignore", ReproducibleNoiseWarning)  # seeded on purpose
         DPCategoricalEncoder(epsilon=1.0, delta=1e-6, random_state=0).fit(mixed_frame())
 
 

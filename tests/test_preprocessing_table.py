@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from sklearn.base import clone
 
+from skdpsynth.privacy import ReproducibleNoiseWarning
 from skdpsynth import MSTSynthesizer
 from skdpsynth.preprocessing import DPCategoricalEncoder, DPKBinsDiscretizer
 from skdpsynth.preprocessing.table import (
@@ -55,6 +56,7 @@ def X():
 def _fit_quietly(est, X):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any warning (PrivacyLeakWarning above all) fails the test
+        warnings.simplefilter("ignore", ReproducibleNoiseWarning)  # seeded on purpose
         return est.fit(X)
 
 
@@ -259,7 +261,10 @@ def test_no_schema_no_epsilon_warns_once_naming_inferred_columns(X):
     assert "categorical columns ['size', 'member']" in message
     assert "'age'" not in message and "'color'" not in message
     assert leaks[0].filename == __file__  # attributed to the caller of fit
-    assert len(table.privacy_ledger_) == 0
+    # Nothing spent, and the ledger records the leaks (so it states no DP guarantee).
+    ledger = table.privacy_ledger_
+    assert ledger.total_epsilon() == 0 and not ledger.is_private
+    assert sorted(c for e in ledger.leaks for c in e.details["columns"]) == ["income", "member", "size"]
     assert table.schema_["income"]["bounds"] == [float(X["income"].min()), float(X["income"].max())]
 
     with pytest.warns(PrivacyLeakWarning) as record:

@@ -104,12 +104,39 @@ def test_epsilon_zcdp_only_and_mixed():
     with pytest.raises(ValueError):
         ledger.epsilon(0.0)
     ledger.add("l", "laplace", epsilon=0.5)
-    assert ledger.epsilon(1e-6) == pytest.approx(cdp_epsilon(0.25 + 0.125, 1e-6), rel=1e-12)
+    # The better of two valid routes: all in zCDP, or the pure entry added by basic composition.
+    all_zcdp, basic = cdp_epsilon(0.25 + 0.125, 1e-6), 0.5 + cdp_epsilon(0.25, 1e-6)
+    assert basic < all_zcdp  # here basic composition wins
+    assert ledger.epsilon(1e-6) == pytest.approx(min(all_zcdp, basic), rel=1e-12)
+    small = PrivacyLedger()
+    small.add("g", "gaussian", rho=0.25)
+    small.add("l", "laplace", epsilon=0.01)
+    assert small.epsilon(1e-6) == pytest.approx(cdp_epsilon(0.25 + 0.01**2 / 2, 1e-6), rel=1e-12)  # zCDP wins
+
+
+def test_leak_entries_make_the_ledger_not_private():
+    ledger = mixed_ledger()
+    assert ledger.is_private and math.isfinite(ledger.epsilon(1e-6))
+    spent = ledger.total_zcdp()
+    ledger.add_leak("bounds of column 'age' read from the data", columns=["age"])
+    assert not ledger.is_private
+    assert ledger.epsilon(1e-6) == math.inf
+    assert ledger.total_zcdp() == spent  # a leak has no cost that composes
+    assert ledger.statement(1e-6).startswith("NOT differentially private: bounds of column 'age'")
+    assert "NOT differentially private" in repr(ledger)
+    frame = ledger.to_frame()
+    assert frame["accounting"].iloc[-1] == "leak" and math.isnan(frame["rho"].iloc[-1])
+    with pytest.raises(ValueError):
+        LedgerEntry("x", "none", "leak", rho=0.1, epsilon=None)
+    # The leak travels with extend (as in a pipeline's union of ledgers).
+    union = PrivacyLedger().extend(ledger, party="step")
+    assert not union.is_private and union.leaks[0].party == "step"
 
 
 def test_epsilon_with_approx_entries():
     ledger = mixed_ledger()
-    expected = 0.3 + cdp_epsilon(ledger.total_zcdp(), 1e-6 - 1e-7)
+    left = 1e-6 - 1e-7
+    expected = 0.3 + min(cdp_epsilon(ledger.total_zcdp(), left), 1.5 + cdp_epsilon(ledger.total_rho(), left))
     assert ledger.epsilon(1e-6) == pytest.approx(expected, rel=1e-12)
     for delta in (1e-7, 5e-8, 0.0):
         with pytest.raises(ValueError):

@@ -19,7 +19,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skdpsynth import AIMSynthesizer, Domain, MSTSynthesizer, PrivacyLeakWarning
 from skdpsynth.datasets import load_adult
 from skdpsynth.metrics import marginal_scorer
-from skdpsynth.privacy import cdp_rho
+from skdpsynth.privacy import cdp_rho, mark_public
 
 COLUMNS = ["workclass", "education-num", "marital-status", "sex", "income>50K"]
 N_ROWS = 3000
@@ -186,11 +186,12 @@ def typed(adult):
     workclasses = [f"wc{i}" for i in range(adult.domain["workclass"])]
     frame = pd.DataFrame(
         {
-            "sex": pd.Categorical.from_codes(src["sex"], dtype=pd.CategoricalDtype(["Female", "Male"])),
+            # Category lists the user declares public (as a DP encoder's output would be).
+            "sex": pd.Categorical.from_codes(src["sex"], dtype=mark_public(pd.CategoricalDtype(["Female", "Male"]))),
             "education-num": src["education-num"].astype(np.int16),
             "race": pd.Series(np.asarray(RACES)[src["race"]]),  # pandas' default string dtype
             "relationship": pd.Categorical.from_codes(
-                src["relationship"], dtype=pd.CategoricalDtype([f"r{i}" for i in range(6)], ordered=True)
+                src["relationship"], dtype=mark_public(pd.CategoricalDtype([f"r{i}" for i in range(6)], ordered=True))
             ),
             "workclass": pd.Series(np.asarray(workclasses)[src["workclass"]], dtype=object),
             "marital-status": src["marital-status"].astype(np.int64),
@@ -229,9 +230,9 @@ def test_output_has_the_input_columns_order_and_dtypes(kind, typed):
 
 
 def test_categorical_y_keeps_its_categories(typed):
-    """A categorical y is a public domain like a categorical column of X (no PrivacyLeakWarning)."""
+    """A categorical y with a public label list is a domain like a categorical column of X (no PrivacyLeakWarning)."""
     frame, domain, income = typed
-    labels = pd.CategoricalDtype(["<=50K", ">50K"])
+    labels = mark_public(pd.CategoricalDtype(["<=50K", ">50K"]))
     y = pd.Series(pd.Categorical.from_codes(income.to_numpy(), dtype=labels), name="income")
     est = make("mst", domain).fit(frame, y)
     assert est.sample(50, random_state=0)["income"].dtype == labels
@@ -261,13 +262,17 @@ def test_domain_from_categorical_dtypes(adult):
     src = adult.frame.iloc[:N_ROWS]
     frame = pd.DataFrame(
         {
-            "sex": pd.Categorical.from_codes(src["sex"], categories=["F", "M", "unused"]),
-            "income": pd.Categorical.from_codes(src["income>50K"], categories=["low", "high"]),
-            "race": pd.Categorical.from_codes(src["race"], categories=RACES),
+            "sex": pd.Categorical.from_codes(src["sex"], dtype=mark_public(pd.CategoricalDtype(["F", "M", "unused"]))),
+            "income": pd.Categorical.from_codes(src["income>50K"], dtype=mark_public(pd.CategoricalDtype(["low", "high"]))),
+            "race": pd.Categorical.from_codes(src["race"], dtype=mark_public(pd.CategoricalDtype(RACES))),
         }
     )
-    est = make("mst", None).fit(frame)  # no domain=, no warning: the dtypes are the public domain
+    est = make("mst", None).fit(frame)  # no domain=, no warning: the dtypes are declared public
     assert est.domain_ == Domain(["sex", "income", "race"], [3, 2, 5])
+    # The same categories on a dtype nobody declared public are treated as read from the data.
+    undeclared = frame.assign(race=pd.Categorical.from_codes(src["race"], categories=[*RACES, "x"]))
+    with pytest.warns(PrivacyLeakWarning, match=r"\['race'\].*CategoricalDtype"):
+        assert not make("mst", None).fit(undeclared).privacy_ledger_.is_private
 
 
 def test_domain_read_from_the_data_warns_naming_the_columns(adult):
@@ -276,7 +281,7 @@ def test_domain_read_from_the_data_warns_naming_the_columns(adult):
         {
             "age": src["age"],
             "race": np.asarray(RACES)[src["race"]],
-            "sex": pd.Categorical.from_codes(src["sex"], categories=["F", "M"]),
+            "sex": pd.Categorical.from_codes(src["sex"], dtype=mark_public(pd.CategoricalDtype(["F", "M"]))),
             "income": src["income>50K"],
         }
     )

@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,7 @@ import pandas as pd
 
 from ..domain import Domain
 from ..metrics import marginal_tvd, tstr_score
+from ..privacy import ReproducibleNoiseWarning
 
 ADULT_TRAIN_ROWS = 32561
 
@@ -121,6 +123,8 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--out", type=Path, default=None, help="JSON results (default compare-<dataset>.json)")
     ap.add_argument("--verbose", type=int, default=0)
     args = ap.parse_args(argv)
+    # A benchmark: seeded on purpose (comparable runs), nothing released.
+    warnings.filterwarnings("ignore", category=ReproducibleNoiseWarning)
 
     frame, domain, target, csv, dom_json = _load(args.dataset, args.data, args.domain)
     test = frame.iloc[ADULT_TRAIN_ROWS:] if target is not None else None

@@ -12,10 +12,11 @@
 """
 from .messages import MeasurementReply, NoisyIndicators, NoisyLocalMarginal, SliceCount, combine
 from .parties import Federation, Party, ReplayFederation
-from .partition import HybridPartition, PartySpec
+from .partition import HybridPartition, PartitionLayout, PartySpec
 
 __all__ = [
     "HybridPartition",
+    "PartitionLayout",
     "PartySpec",
     "Party",
     "Federation",

@@ -295,6 +295,53 @@ class PartySpec:
 # ---------------------------------------------------------------------------
 # HybridPartition
 # ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PartitionLayout:
+    """Who holds which columns, without any rows: the public part of a partition.
+
+    A synthesizer that simulates the parties from one table (e.g.
+    ``HybridSynthesizer(partition={"n_slices": 2, "n_vertical": 2})``) builds
+    its roster from that table's rows, so the roster's size is the private
+    record count.  It keeps this layout instead: the slices, the column
+    groups and the party names, which come from public information only.
+
+    Examples
+    --------
+    >>> from skdpsynth.federated import HybridPartition
+    >>> layout = HybridPartition([0, 0, 1], [["a"], ["b"]]).layout()
+    >>> layout
+    PartitionLayout(n_slices=2, n_vertical=2, n_parties=4, column_groups=[['a'], ['b']])
+    >>> hasattr(layout, "n_rows")
+    False
+    """
+
+    n_slices: int
+    groups: tuple  # per slice: a tuple of column groups, one per party
+    names: tuple  # per slice: the party names
+
+    @property
+    def n_vertical(self) -> int:
+        """``S``, the largest number of parties in any slice."""
+        return max(len(split) for split in self.groups)
+
+    @property
+    def n_parties(self) -> int:
+        """Total number of parties."""
+        return sum(len(split) for split in self.groups)
+
+    def column_groups_of(self, i: int) -> list[list[Column]]:
+        """The column groups of slice ``i``, one list per party."""
+        return [list(group) for group in self.groups[i]]
+
+    def __repr__(self) -> str:
+        if all(split == self.groups[0] for split in self.groups):
+            groups_txt = "[" + ", ".join(_short(g) for g in self.groups[0]) + "]"
+        else:
+            groups_txt = f"<per slice, parties per slice {_short([len(s) for s in self.groups], 6)}>"
+        return (f"PartitionLayout(n_slices={self.n_slices}, n_vertical={self.n_vertical}, "
+                f"n_parties={self.n_parties}, column_groups={groups_txt})")
+
+
 class HybridPartition:
     """Public description of who holds which rows and columns of a table.
 
@@ -577,6 +624,11 @@ class HybridPartition:
             for j, group in enumerate(split):
                 out.append(PartySpec(slice=i, index=j, name=self._names[(i, j)], rows=view, columns=group))
         return out
+
+    def layout(self) -> PartitionLayout:
+        """The partition without its rows (see :class:`PartitionLayout`)."""
+        names = tuple(tuple(self._names[(i, j)] for j in range(len(split))) for i, split in enumerate(self._groups))
+        return PartitionLayout(self.n_slices, tuple(self._groups), names)
 
     def shape_summary(self) -> pd.DataFrame:
         """One row per party: ``name``, ``slice``, ``index``, ``n_rows``, ``columns``.

@@ -378,6 +378,7 @@ th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}th{background:#f3
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 caption{text-align:left;font-weight:600;padding-bottom:.3em}
 .meta{color:#555}.statement{font-size:1.15em}.note{color:#8a5a00}
+.caution{color:#a00000;border-left:4px solid #a00000;padding-left:.6em}
 img{max-width:100%;height:auto;border:1px solid #eee}
 details{margin:.6em 0}summary{cursor:pointer;font-weight:600}
 """.strip()
@@ -388,10 +389,15 @@ def _eps_text(eps: float) -> str:
     return f"{eps:.4f}" if eps == 0 or eps >= 0.01 else f"{eps:.4g}"
 
 
-def _privacy_section(ledger: PrivacyLedger, delta: float | None) -> str:
+def _privacy_section(ledger: PrivacyLedger, delta: float | None, notes: Sequence[str] = ()) -> str:
     frame = ledger.to_frame()
     kinds = set(frame["accounting"])
-    if len(ledger) == 0:
+    if not ledger.is_private:
+        items = "".join(f"<li>{_esc(e.description)}</li>" for e in ledger.leaks)
+        statement = ("<b>This release is NOT differentially private.</b> Private data was read without a DP "
+                     f"mechanism:</p><ul class=\"leaks\">{items}</ul><p>The budgets below hold only for the "
+                     "other releases.")
+    elif len(ledger) == 0:
         statement = "The ledger records no privacy-consuming step."
     elif delta is not None:
         eps = ledger.epsilon(delta)
@@ -407,6 +413,7 @@ def _privacy_section(ledger: PrivacyLedger, delta: float | None) -> str:
     parts = [
         "<section id=\"privacy\"><h2>Privacy</h2>",
         f"<p class=\"statement\">{statement}</p>",
+        *(f"<p class=\"caution\">{_esc(note)}</p>" for note in notes),
         f"<p>zCDP total: ρ = {ledger.total_zcdp():.6g} (zCDP and pure-ε entries composed in zCDP; "
         f"(ε, δ) entries excluded). {len(ledger)} recorded release{'s' if len(ledger) != 1 else ''}.</p>",
     ]
@@ -494,6 +501,7 @@ def write_report(
     seconds: float | None = None,
     plots: bool | str = "auto",
     max_categories: int = 40,
+    notes: Sequence[str] = (),
 ) -> dict:
     """Write a self-contained HTML fidelity report for a real and a synthetic table.
 
@@ -545,6 +553,11 @@ def write_report(
     max_categories : int, default 40
         Columns with more categories show only the ``max_categories`` most
         frequent in the real data (in category order).
+    notes : sequence of str, optional
+        Cautions shown in the Privacy section (the command line notes a fixed
+        ``--seed`` here: the noise is reproducible from it).  A ledger that
+        records a leak is stated as NOT differentially private, in the header
+        and in the Privacy section, whatever the notes.
 
     Returns
     -------
@@ -638,6 +651,9 @@ def write_report(
         f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>",
         f"<header><h1>{_esc(title)}</h1><p class=\"meta\">{' · '.join(meta)}</p>",
     ]
+    if not ledger.is_private:
+        parts.append("<p class=\"caution\"><b>NOT differentially private:</b> private data was read without a "
+                     "DP mechanism (see Privacy).</p>")
     if plot_note:
         parts.append(f"<p class=\"note\">{plot_note}</p>")
     parts.append(
@@ -646,7 +662,7 @@ def write_report(
                  column_rows, numeric_from=3)
         + "</details></header>"
     )
-    parts.append(_privacy_section(ledger, delta))
+    parts.append(_privacy_section(ledger, delta, notes))
     parts.append(_tvd_section(tvd))
     if tstr is not None:
         parts.append(_tstr_section(tstr))

@@ -17,6 +17,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
+from ..privacy.metadata import mark_public
+from ..privacy.randomness import child_random_states, noise_generator, warn_reproducible_noise
 from ..utils import check_random_state
 from ._input import as_frame
 
@@ -384,8 +386,11 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
         needs_quantiles = [c for c in columns if quantile and n_bins[c] >= 2 and c not in public_edges]
         dp_columns = [c for c in columns if c in needs_bounds or c in needs_quantiles]
         epsilon = None if self.epsilon is None else float(self.epsilon)
-        rng = check_random_state(self.random_state)
+        rng = noise_generator(self.random_state)
+        (inverse_state,) = child_random_states(self.random_state, 1)  # its own stream: it is released
         ledger = PrivacyLedger()
+        if epsilon is not None and dp_columns:
+            warn_reproducible_noise(type(self).__name__, self.random_state)
 
         if epsilon is None and dp_columns:
             parts = []
@@ -396,7 +401,8 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
             warn_privacy_leak(
                 f"DPKBinsDiscretizer read {' and '.join(parts)} from the private data without "
                 "differential privacy. Give public bounds (bounds=...) or a privacy budget (epsilon=...).",
-                stacklevel=2,
+                stacklevel=2, ledger=ledger, description=f"DPKBinsDiscretizer: {' and '.join(parts)} read from "
+                "the data", columns=[str(c) for c in dp_columns],
             )
         share = epsilon / len(dp_columns) if (epsilon is not None and dp_columns) else None
 
@@ -441,7 +447,7 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
             ledger.check_budget(epsilon=epsilon)
             assert ledger.total_epsilon() <= epsilon * (1 + 1e-9)
         if not dp_columns:
-            assert len(ledger) == 0
+            assert len(ledger) == 0  # nothing spent, nothing leaked
         self.bin_edges_ = edges
         self.n_bins_ = n_bins
         self.bounds_ = bounds
@@ -450,7 +456,7 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
         self.n_features_in_ = len(columns)
         self.dtypes_ = {c: frame[c].dtype for c in columns}
         # The stream of inverse_transform's draws, seeded from the fit's generator.
-        self._inverse_rng = np.random.default_rng(rng.integers(2**63))
+        self._inverse_rng = check_random_state(inverse_state)
         return self
 
     # -- transform -------------------------------------------------------------
@@ -459,7 +465,8 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
             cats = pd.IntervalIndex.from_breaks(self.bin_edges_[name], closed="left")
         else:
             cats = pd.Index(np.arange(self.n_bins_[name]))
-        return pd.CategoricalDtype(cats, ordered=True)
+        # Bin edges are public or DP-released: synthesizers may take the domain from this dtype.
+        return mark_public(pd.CategoricalDtype(cats, ordered=True))
 
     def _frame_for(self, X, what: str) -> pd.DataFrame:
         names = list(self.feature_names_in_)

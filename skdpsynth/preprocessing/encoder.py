@@ -19,7 +19,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
-from ..utils import check_random_state
+from ..privacy.metadata import mark_public
+from ..privacy.randomness import noise_generator, warn_reproducible_noise
 from ._input import as_frame
 
 __all__ = ["DPCategoricalEncoder", "dp_threshold", "release_above_threshold"]
@@ -363,7 +364,8 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
         thresholds = {}
         released = {}
         if dp:
-            rng = check_random_state(self.random_state)
+            warn_reproducible_noise(type(self).__name__, self.random_state)
+            rng = noise_generator(self.random_state)
             m = len(to_discover)
             eps_col, delta_col = float(self.epsilon) / m, float(self.delta) / m
             tau_dp = dp_threshold(eps_col, delta_col)
@@ -391,7 +393,9 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
                 warn_privacy_leak(
                     f"The categories of columns {[str(c) for c in to_discover]} were read from the private "
                     "data without differential privacy. Give them as public categories= or set "
-                    "epsilon and delta for DP category discovery.")
+                    "epsilon and delta for DP category discovery.", ledger=ledger,
+                    description=f"DPCategoricalEncoder: the categories of columns {[str(c) for c in to_discover]} "
+                    "read from the data", columns=[str(c) for c in to_discover])
 
         self.categories_ = {
             col: self._full_categories(col, public[col], private=False) if col in public
@@ -464,7 +468,8 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
                     raise ValueError(f"Column {col!r} has {int(missing.sum())} missing values; "
                                      "use missing='category' to map them to missing_category.")
                 codes[missing] = len(cats) - 1
-            dtype = pd.CategoricalDtype(pd.Index(cats, dtype=object), ordered=False)
+            # Public or DP-released categories: synthesizers may take the domain from this dtype.
+            dtype = mark_public(pd.CategoricalDtype(pd.Index(cats, dtype=object), ordered=False))
             out[col] = pd.Categorical.from_codes(codes, dtype=dtype)
         return pd.DataFrame(out, index=frame.index, columns=frame.columns)
 

@@ -24,12 +24,13 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..privacy import PrivacyLedger, PrivacyLeakWarning, warn_privacy_leak
-from ..utils import check_random_state
+from ..privacy.metadata import mark_public
+from ..privacy.randomness import ReproducibleNoiseWarning, child_random_states, warn_reproducible_noise
 from ._input import as_frame
 from .discretizer import DPKBinsDiscretizer
 from .encoder import DPCategoricalEncoder
 
-__all__ = ["TableDiscretizer", "normalize_schema", "schema_from_json", "schema_to_json"]
+__all__ = ["TableDiscretizer", "normalize_schema", "private_metadata", "schema_from_json", "schema_to_json"]
 
 _TYPES = ("numeric", "categorical")
 _STRATEGIES = ("uniform", "quantile")
@@ -278,6 +279,79 @@ def schema_from_json(path_or_str) -> dict:
 
 
 # -- the transformer ---------------------------------------------------------------------------------
+def _route(schema: dict, frame: pd.DataFrame, n_bins: int, strategy: str) -> dict:
+    """Each column's effective spec, from public information only: the schema and the dtypes."""
+    specs = {}
+    for c in frame.columns:
+        spec = schema.get(c)
+        if spec is None:
+            spec = {"type": "numeric" if _is_numeric_dtype(frame[c].dtype) else "categorical"}
+        if spec["type"] == "numeric":
+            if not _is_numeric_dtype(frame[c].dtype):
+                raise TypeError(f"Column {c!r} is declared numeric but has dtype {frame[c].dtype}; only "
+                                "int and float columns can be binned. Declare it categorical instead.")
+            edges = spec.get("edges")
+            spec = {"type": "numeric",
+                    "bounds": [edges[0], edges[-1]] if edges is not None else spec.get("bounds"),
+                    "n_bins": len(edges) - 1 if edges is not None else spec.get("n_bins", n_bins),
+                    "strategy": spec.get("strategy", strategy), "edges": edges}
+        else:
+            # Public categories are exact by default; discovered ones need the extra labels
+            # (DP discovery drops rare values; missing values may occur).
+            public = spec.get("categories") is not None
+            spec = {"type": "categorical", "categories": spec.get("categories"),
+                    "handle_unknown": spec.get("handle_unknown", "error" if public else "other"),
+                    "missing": spec.get("missing", "error" if public else "category")}
+        specs[c] = spec
+    return specs
+
+
+def _numeric_needs_dp(spec: dict) -> bool:
+    """Bin edges that would be computed from the data: no public edges, and no bounds or data quantiles."""
+    if spec["edges"] is not None:
+        return False
+    return spec["bounds"] is None or (spec["strategy"] == "quantile" and spec["n_bins"] >= 2)
+
+
+def private_metadata(schema, X, *, n_bins: int = 10, strategy: str = "uniform") -> dict:
+    """The columns whose metadata :class:`TableDiscretizer` would read from ``X``, and what it would read.
+
+    Public metadata in ``schema`` costs nothing; everything listed here is
+    either released with DP (``TableDiscretizer(epsilon=..., delta=...)``)
+    or, without a budget, read from the data with a privacy-leak warning.
+    Only the schema and the dtypes of ``X`` are looked at.
+
+    Parameters
+    ----------
+    schema : dict, JSON str or None
+        As for :class:`TableDiscretizer`.
+    X : pandas.DataFrame
+    n_bins, strategy
+        The defaults :class:`TableDiscretizer` would use for numeric columns without their own.
+
+    Returns
+    -------
+    dict
+        ``{column: "bounds" | "quantile bin edges" | "categories"}``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from skdpsynth.preprocessing.table import private_metadata
+    >>> X = pd.DataFrame({"age": [30, 99], "city": ["Oslo", "Rome"], "sex": ["F", "M"]})
+    >>> private_metadata({"age": "numeric", "city": "categorical", "sex": ["F", "M"]}, X)
+    {'age': 'bounds', 'city': 'categories'}
+    """
+    specs = _route(normalize_schema(schema), as_frame(X), int(n_bins), strategy)
+    out = {}
+    for c, spec in specs.items():
+        if spec["type"] == "numeric" and _numeric_needs_dp(spec):
+            out[c] = "bounds" if spec["bounds"] is None else "quantile bin edges"
+        elif spec["type"] == "categorical" and spec["categories"] is None:
+            out[c] = "categories"
+    return out
+
+
 class TableDiscretizer(TransformerMixin, BaseEstimator):
     """Discretize a whole mixed table onto public domains, under one (ε, δ) budget.
 
@@ -562,42 +636,15 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
         if absent:
             raise ValueError(f"schema names columns that are not in X: {absent}. X has columns {columns}.")
 
-        # Route the columns (public information only: the schema and the dtypes).
-        specs = {}
-        for c in columns:
-            spec = schema.get(c)
-            if spec is None:
-                spec = {"type": "numeric" if _is_numeric_dtype(frame[c].dtype) else "categorical"}
-            if spec["type"] == "numeric":
-                if not _is_numeric_dtype(frame[c].dtype):
-                    raise TypeError(f"Column {c!r} is declared numeric but has dtype {frame[c].dtype}; only "
-                                    "int and float columns can be binned. Declare it categorical instead.")
-                edges = spec.get("edges")
-                spec = {"type": "numeric",
-                        "bounds": [edges[0], edges[-1]] if edges is not None else spec.get("bounds"),
-                        "n_bins": len(edges) - 1 if edges is not None else spec.get("n_bins", int(self.n_bins)),
-                        "strategy": spec.get("strategy", self.strategy), "edges": edges}
-            else:
-                # Public categories are exact by default; discovered ones need the extra labels
-                # (DP discovery drops rare values; missing values may occur).
-                public = spec.get("categories") is not None
-                spec = {"type": "categorical", "categories": spec.get("categories"),
-                        "handle_unknown": spec.get("handle_unknown", "error" if public else "other"),
-                        "missing": spec.get("missing", "error" if public else "category")}
-            specs[c] = spec
+        specs = _route(schema, frame, int(self.n_bins), self.strategy)
         numeric = [c for c in columns if specs[c]["type"] == "numeric"]
         categorical = [c for c in columns if specs[c]["type"] == "categorical"]
         self._check_no_nan(frame, numeric, "fit")
-
-        def numeric_needs_dp(c):
-            s = specs[c]
-            if s["edges"] is not None:
-                return False
-            return s["bounds"] is None or (s["strategy"] == "quantile" and s["n_bins"] >= 2)
+        numeric_needs_dp = _numeric_needs_dp
 
         groups = {s: [c for c in numeric if specs[c]["strategy"] == s] for s in _STRATEGIES}
         groups = {s: cols for s, cols in groups.items() if cols}
-        dp_numeric = [c for c in numeric if numeric_needs_dp(c)]
+        dp_numeric = [c for c in numeric if numeric_needs_dp(specs[c])]
         dp_categorical = [c for c in categorical if specs[c]["categories"] is None]
 
         # The budget split.
@@ -618,14 +665,18 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
             if dp_categorical:
                 delta_cat = float(self.delta)
 
-        rng = check_random_state(self.random_state)
+        # Each sub-step gets a random state of its own (None stays None: fresh OS entropy for each, and no
+        # seed that a stored sub-step's get_params() would reveal).
+        sub_states = iter(child_random_states(self.random_state, len(groups) + 1))
+        if self.epsilon is not None and (dp_numeric or dp_categorical):
+            warn_reproducible_noise(type(self).__name__, self.random_state)
         ledger = PrivacyLedger()
         discretizers = {}
         encoder = None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             for s, cols in groups.items():
-                n_dp = sum(numeric_needs_dp(c) for c in cols)
+                n_dp = sum(numeric_needs_dp(specs[c]) for c in cols)
                 eps_g = None
                 if eps_num is not None and n_dp:
                     eps_g = eps_num if n_dp == len(dp_numeric) else eps_num * n_dp / len(dp_numeric)
@@ -634,7 +685,7 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
                 edges = {c: specs[c]["edges"] for c in cols if specs[c]["edges"] is not None}
                 disc = DPKBinsDiscretizer(
                     n_bins={c: specs[c]["n_bins"] for c in cols}, strategy=s, bounds=bounds or None,
-                    epsilon=eps_g, output=self.output, random_state=int(rng.integers(2**63)),
+                    epsilon=eps_g, output=self.output, random_state=next(sub_states),
                     edges=edges or None)
                 disc.fit(frame[cols])
                 ledger.extend(disc.privacy_ledger_)
@@ -646,12 +697,12 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
                 encoder = DPCategoricalEncoder(
                     categories=public or None, epsilon=eps_cat, delta=delta_cat, handle_unknown="other",
                     other_category=_OTHER, missing="category", missing_category=_MISSING_LABEL,
-                    random_state=int(rng.integers(2**63)))
+                    random_state=next(sub_states))
                 encoder.fit(frame[categorical])
                 ledger.extend(encoder.privacy_ledger_)
         leaks = [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
-        for w in caught:  # anything else the sub-steps said is passed on unchanged
-            if not issubclass(w.category, PrivacyLeakWarning):
+        for w in caught:  # anything else the sub-steps said is passed on unchanged (the seed warning was said above)
+            if not issubclass(w.category, (PrivacyLeakWarning, ReproducibleNoiseWarning)):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if leaks:
             # One combined warning for the table, naming the columns (known from public information).
@@ -673,7 +724,7 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
         spent_eps = math.fsum(e.epsilon or 0.0 for e in ledger)
         spent_delta = math.fsum(e.delta for e in ledger)
         if self.epsilon is None:
-            if len(ledger):
+            if any(e.accounting != "leak" for e in ledger):  # the sub-steps recorded their leaks, if any
                 raise RuntimeError("TableDiscretizer spent privacy budget although epsilon is None.")
         elif (spent_eps > float(self.epsilon) * (1 + 1e-9)
               or spent_delta > (0.0 if self.delta is None else float(self.delta)) * (1 + 1e-9)):
@@ -749,6 +800,7 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
                 if drop:  # set_categories keeps the order (remove_categories may sort)
                     kept = [v for v in col.categories if not any(v is d or v == d for d in drop)]
                     col = col.set_categories(pd.Index(kept, dtype=object))
+                    mark_public(col.dtype)  # the public / DP-released categories, as the encoder's were
                 parts[c] = col
         # Concatenating Series keeps each column's dtype (a dict of bare arrays would let pandas
         # re-infer, e.g. object strings -> "str").

@@ -20,6 +20,8 @@ from .mechanisms import (
     gaussian_mechanism,
     laplace_mechanism,
 )
+from .metadata import is_public, mark_public
+from .randomness import ReproducibleNoiseWarning, SystemRandomGenerator
 from .warnings import PrivacyLeakWarning, warn_privacy_leak
 
 __all__ = [
@@ -27,6 +29,8 @@ __all__ = [
     "LedgerEntry",
     "PrivacyLedger",
     "PrivacyLeakWarning",
+    "ReproducibleNoiseWarning",
+    "SystemRandomGenerator",
     "cdp_delta",
     "cdp_epsilon",
     "cdp_epsilon_loose",
@@ -38,8 +42,10 @@ __all__ = [
     "gaussian_mechanism",
     "gaussian_rho",
     "gaussian_sigma",
+    "is_public",
     "laplace_mechanism",
     "laplace_scale",
+    "mark_public",
     "pure_to_zcdp",
     "warn_privacy_leak",
 ]

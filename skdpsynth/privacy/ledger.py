@@ -13,7 +13,7 @@ from .accounting import cdp_epsilon
 
 __all__ = ["LedgerEntry", "PrivacyLedger", "BudgetExceededError"]
 
-_KINDS = ("zcdp", "pure", "approx")
+_KINDS = ("zcdp", "pure", "approx", "leak")
 _COLUMNS = [
     "description", "mechanism", "accounting", "rho", "epsilon",
     "delta", "sensitivity", "scale", "party", "n_values",
@@ -34,8 +34,10 @@ class LedgerEntry:
         What was released (e.g. ``"marginal ('age', 'sex')"``).
     mechanism : str
         E.g. ``"gaussian"``, ``"laplace"``, ``"exponential"``.
-    accounting : {"zcdp", "pure", "approx"}
-        How the cost is expressed: ρ-zCDP, pure ε-DP or (ε, δ)-DP.
+    accounting : {"zcdp", "pure", "approx", "leak"}
+        How the cost is expressed: ρ-zCDP, pure ε-DP or (ε, δ)-DP; ``"leak"``
+        marks something read from the private data *without* a DP mechanism
+        (no cost can be stated: the release is not differentially private).
     rho : float or None
         zCDP cost; required for ``"zcdp"``, ``None`` otherwise.
     epsilon : float or None
@@ -74,7 +76,7 @@ class LedgerEntry:
         kind = self.accounting
         if kind not in _KINDS:
             raise ValueError(f"accounting must be one of {_KINDS}, got {kind!r}.")
-        needed = {"zcdp": ("rho",), "pure": ("epsilon",), "approx": ("epsilon",)}[kind]
+        needed = {"zcdp": ("rho",), "pure": ("epsilon",), "approx": ("epsilon",), "leak": ()}[kind]
         for name in ("rho", "epsilon", "sensitivity", "scale"):
             value = getattr(self, name)
             if value is None:
@@ -162,6 +164,69 @@ class PrivacyLedger:
             details=details,
         ))
 
+    def add_leak(self, description: str, *, party: str | None = None, **details: Any) -> LedgerEntry:
+        """Record that something was read from the private data *without* a DP mechanism.
+
+        The ledger then states no differential-privacy guarantee:
+        :attr:`is_private` is False and :meth:`epsilon` is infinite.  Called
+        by :func:`~skdpsynth.privacy.warn_privacy_leak` when it is given a
+        ledger, together with the :class:`~skdpsynth.privacy.PrivacyLeakWarning`.
+
+        Examples
+        --------
+        >>> from skdpsynth.privacy import PrivacyLedger
+        >>> ledger = PrivacyLedger()
+        >>> _ = ledger.add("counts", "gaussian", rho=0.1)
+        >>> _ = ledger.add_leak("categories of column 'city' read from the data", columns=["city"])
+        >>> ledger.is_private, ledger.epsilon(1e-9)
+        (False, inf)
+        >>> ledger.statement(1e-9)
+        "NOT differentially private: categories of column 'city' read from the data"
+        """
+        return self.record(LedgerEntry(description, "none", "leak", rho=None, epsilon=None, party=party,
+                                       details=details))
+
+    @property
+    def leaks(self) -> tuple[LedgerEntry, ...]:
+        """The entries recording reads of private data without DP (see :meth:`add_leak`)."""
+        return tuple(self._of("leak"))
+
+    @property
+    def is_private(self) -> bool:
+        """True unless something was read from the private data without a DP mechanism."""
+        return not self._of("leak")
+
+    def statement(self, delta: float | None = None) -> str:
+        """The guarantee in words: ``"(ε, δ)-DP"``, ``"ε-DP (pure)"``, ``"ρ-zCDP"`` or ``"NOT differentially private: …"``.
+
+        Parameters
+        ----------
+        delta : float, optional
+            δ of an (ε, δ) statement.  Without it, a ledger of pure entries is
+            stated as pure ε-DP and one with zCDP entries as ρ-zCDP.
+
+        Examples
+        --------
+        >>> from skdpsynth.privacy import PrivacyLedger, cdp_rho
+        >>> ledger = PrivacyLedger()
+        >>> _ = ledger.add("counts", "gaussian", rho=cdp_rho(1.0, 1e-9))
+        >>> ledger.statement(1e-9)
+        '(1.0000, 1e-09)-DP'
+        """
+        leaks = self._of("leak")
+        if leaks:
+            return "NOT differentially private: " + "; ".join(dict.fromkeys(e.description for e in leaks))
+        kinds = {e.accounting for e in self._entries}
+        if not kinds:
+            return "nothing released from the private data (0-DP)"
+        if kinds == {"pure"} and not delta:
+            return f"{self.total_epsilon():.4f}-DP (pure)"
+        if delta:
+            return f"({self.epsilon(delta):.4f}, {float(delta):g})-DP"
+        if "approx" in kinds:
+            return "(ε, δ) entries recorded: give delta for the overall (ε, δ)-DP statement"
+        return f"{self.total_zcdp():.6g}-zCDP"
+
     def extend(self, other: Iterable[LedgerEntry], party: str | None = None) -> PrivacyLedger:
         """Append all entries of ``other`` (e.g. a sub-step's ledger); returns ``self``.
 
@@ -186,8 +251,10 @@ class PrivacyLedger:
 
     def __repr__(self) -> str:
         n_approx = sum(e.accounting == "approx" for e in self._entries)
+        n_leaks = len(self._of("leak"))
         return (f"PrivacyLedger(n_entries={len(self)}, total_rho={self.total_rho():.6g}, "
-                f"total_epsilon={self.total_epsilon():.6g}, n_approx={n_approx})")
+                f"total_epsilon={self.total_epsilon():.6g}, n_approx={n_approx}"
+                + (f", n_leaks={n_leaks}: NOT differentially private)" if n_leaks else ")"))
 
     def _of(self, kind: str) -> list[LedgerEntry]:
         return [e for e in self._entries if e.accounting == kind]
@@ -208,9 +275,12 @@ class PrivacyLedger:
         """Overall ε such that everything recorded is (ε, δ)-DP.
 
         Approx entries take their δ's off the top and add their ε's (basic
-        composition); the rest is converted from zCDP with :func:`cdp_epsilon`.
-        With pure entries only, the better of Σε and the zCDP route is
-        returned, and ``delta=0`` is allowed.
+        composition); the rest is converted from zCDP with :func:`cdp_epsilon`,
+        or, when that is smaller, the pure entries' Σε is added to the
+        conversion of the zCDP entries alone (basic composition again).  With
+        pure entries only, the better of Σε and the zCDP route is returned,
+        and ``delta=0`` is allowed.  A ledger that records a leak
+        (:meth:`add_leak`) has no finite ε: ``inf`` is returned.
 
         Examples
         --------
@@ -232,8 +302,13 @@ class PrivacyLedger:
         if left < 0 or (left == 0 and self.total_rho() > 0):
             raise ValueError(f"delta={delta} must be at least the (epsilon, delta) entries' "
                              f"total {approx_delta}, and larger if zCDP entries exist.")
+        if self._of("leak"):
+            return math.inf
         if self.total_rho() > 0:
-            return eps + cdp_epsilon(self.total_zcdp(), left)
+            best = cdp_epsilon(self.total_zcdp(), left)
+            if self.total_epsilon() > 0:
+                best = min(best, self.total_epsilon() + cdp_epsilon(self.total_rho(), left))
+            return eps + best
         pure = self.total_epsilon()
         if left > 0 and pure > 0:
             pure = min(pure, cdp_epsilon(self.total_zcdp(), left))
@@ -260,7 +335,7 @@ class PrivacyLedger:
         """
         if rho is None and epsilon is None:
             raise ValueError("Give a budget: rho and/or epsilon.")
-        kinds = {e.accounting for e in self._entries}
+        kinds = {e.accounting for e in self._entries} - {"leak"}  # a leak has no cost to check
         if rho is not None:
             if "approx" in kinds:
                 raise ValueError("(epsilon, delta) entries have no zCDP cost to check.")

@@ -28,8 +28,9 @@ class PrivacyLeakWarning(RuntimeWarning):
     """
 
 
-def warn_privacy_leak(message: str, stacklevel: int = 2) -> None:
-    """Issue a :class:`PrivacyLeakWarning` attributed to the caller.
+def warn_privacy_leak(message: str, stacklevel: int = 2, *, ledger=None, description: str | None = None,
+                      **details) -> None:
+    """Issue a :class:`PrivacyLeakWarning` attributed to the caller, and record the leak.
 
     Parameters
     ----------
@@ -38,16 +39,29 @@ def warn_privacy_leak(message: str, stacklevel: int = 2) -> None:
     stacklevel : int, default=2
         Meaning as if :func:`warnings.warn` were called in place of this
         helper: the default 2 blames the caller of the function that calls it.
+    ledger : PrivacyLedger, optional
+        The fit's ledger: the leak is recorded in it
+        (:meth:`~skdpsynth.privacy.PrivacyLedger.add_leak`), so that the
+        ledger, and every statement made from it, says the release is *not*
+        differentially private.
+    description : str, optional
+        The ledger entry's description (default: ``message``).
+    **details
+        Extra ledger details (e.g. ``columns=[...]``).
 
     Examples
     --------
     >>> import warnings
-    >>> from skdpsynth.privacy import PrivacyLeakWarning, warn_privacy_leak
+    >>> from skdpsynth.privacy import PrivacyLedger, PrivacyLeakWarning, warn_privacy_leak
+    >>> ledger = PrivacyLedger()
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
-    ...     warn_privacy_leak("domain inferred from data; pass domain=...")
-    >>> issubclass(caught[0].category, PrivacyLeakWarning)
-    True
+    ...     warn_privacy_leak("domain inferred from data; pass domain=...", ledger=ledger,
+    ...                       description="domain of column 'a' read from the data")
+    >>> issubclass(caught[0].category, PrivacyLeakWarning), ledger.is_private
+    (True, False)
     """
+    if ledger is not None:
+        ledger.add_leak(message if description is None else description, **details)
     # +1 skips this helper's own frame.
     warnings.warn(message, PrivacyLeakWarning, stacklevel=stacklevel + 1)

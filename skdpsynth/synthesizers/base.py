@@ -10,10 +10,18 @@ Where the domain comes from, in order:
 
 1. the ``domain=`` hyper-parameter: ``{column: [categories]}`` or ``{column: size}``
    (or a :class:`~skdpsynth.domain.Domain`);
-2. a pandas ``CategoricalDtype`` on the column (how the DP preprocessing steps
-   hand the domain on);
-3. otherwise it is read from the data, with a
-   :class:`~skdpsynth.privacy.PrivacyLeakWarning` naming the columns.
+2. a pandas ``CategoricalDtype`` produced by a DP preprocessing step (how
+   :mod:`skdpsynth.preprocessing` hands the domain on; see
+   :mod:`skdpsynth.privacy.metadata`);
+3. otherwise it is read from the data — including a ``CategoricalDtype`` that
+   no DP step produced, such as ``X.astype("category")`` — with a
+   :class:`~skdpsynth.privacy.PrivacyLeakWarning` naming the columns, recorded
+   in the ledger (which then states no DP guarantee).
+
+The seed rule: with ``random_state=None`` the noise comes from OS entropy and
+every other stream of the fit (sampling included) from entropy of its own; a
+fixed ``random_state`` makes the noise reproducible, and ``fit`` says so with a
+:class:`~skdpsynth.privacy.ReproducibleNoiseWarning`.
 """
 from __future__ import annotations
 
@@ -31,6 +39,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..domain import Domain
 from ..marginals import as_codes
 from ..privacy import PrivacyLedger, cdp_rho, warn_privacy_leak
+from ..privacy.metadata import is_public
+from ..privacy.randomness import child_random_states, noise_generator, warn_reproducible_noise
 from ..utils import check_random_state
 
 __all__ = ["BaseSynthesizer"]
@@ -68,12 +78,12 @@ class _Column:
         return pd.Series(codes, name=self.name).astype(self.dtype)
 
 
-def _resolve_columns(frame: pd.DataFrame, domain) -> list[_Column]:
+def _resolve_columns(frame: pd.DataFrame, domain, ledger: PrivacyLedger) -> list[_Column]:
     given = domain.to_dict() if isinstance(domain, Domain) else dict(domain or {})
     unknown = set(given) - set(frame.columns)
     if unknown:
         raise ValueError(f"domain names columns that are not in the data: {sorted(map(str, unknown))}.")
-    columns, leaked = [], []
+    columns, leaked, from_dtype = [], [], []
     for name in frame.columns:
         col = frame[name]
         spec = given.get(name)
@@ -94,6 +104,8 @@ def _resolve_columns(frame: pd.DataFrame, domain) -> list[_Column]:
         elif isinstance(col.dtype, pd.CategoricalDtype):
             if len(col.dtype.categories) == 0:
                 raise ValueError(f"Column {name!r} is categorical with no categories.")
+            if not is_public(col.dtype):
+                from_dtype.append(str(name))
             columns.append(_Column(name, len(col.dtype.categories), "categorical", col.dtype.categories, col.dtype))
         else:
             leaked.append(str(name))
@@ -119,8 +131,19 @@ def _resolve_columns(frame: pd.DataFrame, domain) -> list[_Column]:
         warn_privacy_leak(
             f"The domain of columns {leaked} was read from the private data (their value sets, or the largest "
             "integer code, leave fit() without differential privacy). Give them as public metadata with domain= "
-            "or as pandas CategoricalDtype, e.g. from skdpsynth.preprocessing.",
-            stacklevel=4,
+            "or encode them with a DP step of skdpsynth.preprocessing.",
+            stacklevel=4, ledger=ledger, description=f"domain of columns {leaked} read from the data",
+            columns=leaked,
+        )
+    if from_dtype:
+        warn_privacy_leak(
+            f"The domain of columns {from_dtype} was taken from a pandas CategoricalDtype that no DP step of "
+            "skdpsynth produced (X.astype('category') takes the categories from the data, which differential "
+            "privacy does not cover). If the categories are public metadata, give them in domain=; otherwise "
+            "encode the columns with a DP step of skdpsynth.preprocessing.",
+            stacklevel=4, ledger=ledger,
+            description=f"domain of columns {from_dtype} taken from a categorical dtype not produced by a DP step",
+            columns=from_dtype,
         )
     return columns
 
@@ -186,12 +209,16 @@ class BaseSynthesizer(BaseEstimator):
         frame = self._as_frame(X, y)
         budget = self._privacy_budget()
         self._check_params()
-        columns = _resolve_columns(frame, getattr(self, "domain", None))
+        warn_reproducible_noise(type(self).__name__, self.random_state)
+        ledger = PrivacyLedger()
+        columns = _resolve_columns(frame, getattr(self, "domain", None), ledger)
         domain = Domain([c.name for c in columns], [c.size for c in columns])
         coded = pd.DataFrame({c.name: c.encode(frame[c.name]) for c in columns}, index=frame.index)
         codes = as_codes(coded, domain)
-        rng = check_random_state(self.random_state)
-        ledger = PrivacyLedger()
+        # The seed rule: noise from OS entropy (or the seed); every released stream from a source of its own.
+        rng = noise_generator(self.random_state)
+        public_state, sample_state = child_random_states(self.random_state, 2)
+        self._public_rng = check_random_state(public_state)
         self._columns = columns
         # sklearn's meaning: the columns of X (a target given as y is synthesized too, but is not a feature).
         n_features = len(columns) - (y is not None)
@@ -199,16 +226,28 @@ class BaseSynthesizer(BaseEstimator):
         if all(isinstance(c.name, str) for c in columns[:n_features]):
             self.feature_names_in_ = np.asarray([c.name for c in columns[:n_features]], dtype=object)
         self.domain_ = domain
-        self._fit_codes(codes, domain, ledger, rng, **budget, **fit_params)
-        del codes, coded, frame  # nothing below may look at the data
-        ledger.check_budget(**self._charged_budget(budget))
+        try:
+            self._fit_codes(codes, domain, ledger, rng, **budget, **fit_params)
+        finally:
+            del self._public_rng
+        del codes, coded, frame, rng  # nothing below may look at the data or the noise
+        self._check_spend(ledger, self._charged_budget(budget))
         self.privacy_ledger_ = ledger
         if "rho" in budget:
             self.rho_ = budget["rho"]
-        self._sample_rng = np.random.default_rng(rng.integers(2**63))
+        self._sample_rng = check_random_state(sample_state)
         self.fit_time_ = time.perf_counter() - start
         self._log(f"fit done in {self.fit_time_:.1f} s; spent {self._spent_text()}")
         return self
+
+    def _check_spend(self, ledger: PrivacyLedger, charged: dict) -> None:
+        """A method spends exactly what it states: no more (a privacy bug) and no less (a mis-stated guarantee)."""
+        ledger.check_budget(**charged)
+        (kind, stated), = charged.items()
+        spent = ledger.total_zcdp() if kind == "rho" else ledger.total_epsilon()
+        if not np.isclose(spent, stated, rtol=1e-9, atol=0.0):
+            raise RuntimeError(f"{type(self).__name__} spent {kind}={spent!r} but states {stated!r}; the budget "
+                               "split must give every stage's share to the stages that run.")
 
     def _charged_budget(self, budget: dict) -> dict:
         """What the ledger may sum to: the budget, unless a method knowingly charges more (and says so)."""
@@ -310,6 +349,8 @@ class BaseSynthesizer(BaseEstimator):
         ledger = getattr(self, "privacy_ledger_", None)
         if ledger is None:
             return "nothing"
+        if not ledger.is_private:
+            return ledger.statement()
         if ledger.total_rho() > 0:
-            return f"rho={ledger.total_zcdp():.6g} => ({ledger.epsilon(self.delta):.4g}, {self.delta:g})-DP"
+            return f"rho={ledger.total_zcdp():.6g} => {ledger.statement(self.delta)}"
         return f"epsilon={ledger.total_epsilon():.6g}"

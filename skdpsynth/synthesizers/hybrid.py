@@ -36,7 +36,8 @@ from ..federated import Federation, HybridPartition
 from ..federated.dmm import PROTOCOLS, exceeds_paper_bound, measurement_variance, paper_bound_variance
 from ..federated.messages import combine
 from ..graphical import GraphicalModel, Measurement, minimum_variance_total, mirror_descent
-from ..privacy import PrivacyLedger, cdp_epsilon, cdp_epsilon_loose, cdp_rho, cdp_rho_loose, exponential_mechanism
+from ..privacy import (PrivacyLedger, cdp_epsilon, cdp_epsilon_loose, cdp_rho, cdp_rho_loose, exponential_mechanism,
+                       warn_privacy_leak)
 from .base import BaseSynthesizer
 from .select_measure import filter_by_model_size, resolve_workload
 
@@ -387,7 +388,11 @@ class HybridSynthesizer(BaseSynthesizer):
 
     Attributes
     ----------
-    partition_ : HybridPartition
+    partition_ : HybridPartition or PartitionLayout
+        The partition given (public metadata), or, when the fit simulated
+        the parties from ``X`` (``partition=None`` or a recipe), only its
+        :class:`~skdpsynth.federated.PartitionLayout`: the simulated roster's
+        size is the exact record count, which is private.
     settings_ : dict
         The effective values of the hyper-parameters that default to None.
     rho_ : float
@@ -593,9 +598,23 @@ class HybridSynthesizer(BaseSynthesizer):
                                         random_state=int(rng.integers(2**63)))
         return HybridPartition.coerce(partition).validate(columns, n_rows)
 
+    @staticmethod
+    def _is_simulated(partition) -> bool:
+        """None or a recipe: the roster is built from the table's own rows (its size is the private count)."""
+        return partition is None or (isinstance(partition, dict) and "slices" not in partition)
+
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
         columns = list(domain.attrs)
+        simulated = self._is_simulated(self._fit_partition)
         partition = self._resolve_partition(self._fit_partition, codes.shape[0], columns, rng)
+        if simulated and self.protocol == "indicator":
+            # Secure-sum variances depend on the layout only; the indicator protocol's on the slice sizes.
+            warn_privacy_leak(
+                "protocol='indicator' on a partition simulated from the table: its variance model, which the fit "
+                "uses, reads the exact slice sizes, i.e. the private record count. Give an explicit partition "
+                "(a public roster) or use protocol='secure_sum'.",
+                stacklevel=4, ledger=ledger, description="exact slice sizes of the simulated roster (indicator "
+                "protocol's variance model)")
         K, S = partition.n_slices, partition.n_vertical
         settings = self._settings(len(domain))
         alpha, beta = settings["alpha"], settings["beta"]
@@ -641,7 +660,8 @@ class HybridSynthesizer(BaseSynthesizer):
             "epsilon_true": to_epsilon(rho_true, delta), "delta": delta,
             "conversion": "lemma 3.2" if self.paper_reproduction else "tight (cdp_rho)", "n_repeats": e,
         }
-        self.partition_ = partition
+        # A simulated roster's size is the exact record count: keep only its public layout.
+        self.partition_ = partition.layout() if simulated else partition
         self.settings_ = settings
         self.workload_ = workload
         self.refined_workload_ = result.refined_workload

@@ -1,6 +1,7 @@
 """MST: maximum-spanning-tree synthesis (McKenna, Miklau & Sheldon; NIST 2018 challenge winner, JPC 2021).
 
-The budget ρ is split in thirds:
+The budget ρ is split in thirds (with a single attribute there is no tree to
+select or measure, and the 1-way measurement gets all of ρ):
 
 1. measure every 1-way marginal (Gaussian, one third of ρ);
 2. compress each attribute's domain: cells whose noisy count is below 3σ are
@@ -157,7 +158,10 @@ class MSTSynthesizer(BaseSynthesizer):
         self.verbose = verbose
 
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
-        sigma = np.sqrt(3.0 / (2.0 * rho))
+        # Thirds: 1-way, tree selection, tree measurement. One attribute has no tree: its stages would spend nothing,
+        # so the 1-way measurement takes the whole budget (the fit spends exactly what it states).
+        stages = 3 if len(domain) > 1 else 1
+        sigma = np.sqrt(stages / (2.0 * rho))
         one_way = [(a,) for a in domain]
         log1 = measure_marginals(codes, domain, one_way, sigma, rng, ledger, weights=np.ones(len(one_way)),
                                  label="1-way marginal")
@@ -187,14 +191,14 @@ class MSTSynthesizer(BaseSynthesizer):
 
     def _select_tree(self, codes, domain: Domain, rho: float, log1, ledger: PrivacyLedger, rng) -> list[tuple]:
         """Spanning tree of attribute pairs by the exponential mechanism (Kruskal order, one edge at a time)."""
+        n_edges = len(domain) - 1
+        if n_edges == 0:
+            return []
         independent, _ = mirror_descent(domain, log1, iters=2500, tol=self.tol)
         pairs = list(itertools.combinations(domain.attrs, 2))
         true = marginals(codes, domain, pairs)
         errors = {p: float(np.abs(true[p] - independent.project(p)).sum()) for p in pairs}
         components = nx.utils.UnionFind(domain.attrs)
-        n_edges = len(domain) - 1
-        if n_edges == 0:
-            return []
         epsilon = np.sqrt(8.0 * rho / n_edges)
         tree = []
         for _ in range(n_edges):
