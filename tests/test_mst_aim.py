@@ -39,7 +39,7 @@ def test_mst_ledger_tree_and_budget():
     assert ledger.total_rho() == pytest.approx(rho, rel=1e-12)
     frame = ledger.to_frame()
     # Thirds: 1-way measurements, tree selection, 2-way measurements.
-    for mechanism, count in [("gaussian", 5 + 4), ("exponential", 4)]:
+    for mechanism, count in [("discrete gaussian", 5 + 4), ("exponential", 4)]:  # counts: exact noise
         assert (frame["mechanism"] == mechanism).sum() == count
     one_way = frame[frame["description"].str.startswith("1-way")]["rho"].sum()
     selection = frame[frame["mechanism"] == "exponential"]["rho"].sum()
@@ -98,7 +98,7 @@ def test_aim_ledger_sums_to_budget_and_rounds_bounded():
     frame = ledger.to_frame()
     # One selection and one measurement per round, after the 1-way initialisation.
     assert (frame["mechanism"] == "exponential").sum() == len(aim.selected_)
-    assert (frame["mechanism"] == "gaussian").sum() == len(dom) + len(aim.selected_)
+    assert (frame["mechanism"] == "discrete gaussian").sum() == len(dom) + len(aim.selected_)
     # Selection takes 0.1 and measurement 0.9 of each round's budget (checked on the last round).
     last_sel, last_meas = frame.iloc[-2], frame.iloc[-1]
     assert last_sel["rho"] / (last_sel["rho"] + last_meas["rho"]) == pytest.approx(0.1, rel=1e-9)

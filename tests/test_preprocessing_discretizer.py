@@ -107,7 +107,7 @@ def test_dp_bounds_power_of_two_and_ledger():
     # Two columns need DP bounds: 1.0 each, one Laplace histogram per column.
     entries = disc.privacy_ledger_.entries
     assert len(entries) == 2
-    assert all(e.mechanism == "laplace" and e.epsilon == 1.0 and e.sensitivity == 1.0 and e.scale == 1.0
+    assert all(e.mechanism == "discrete laplace" and e.epsilon == 1.0 and e.sensitivity == 1.0 and e.scale == 1.0
                for e in entries)
     assert "'a'" in entries[0].description and "'b'" in entries[1].description
     assert disc.privacy_ledger_.total_epsilon() == pytest.approx(2.0, abs=1e-12)
@@ -173,7 +173,7 @@ def test_dp_quantiles_with_dp_bounds_budget_split():
     for c in "ab":
         rows = led[led["description"].str.contains(f"'{c}'")]
         assert math.fsum(rows["epsilon"]) == pytest.approx(1.0, abs=1e-12)
-        bounds_rows = rows[rows["mechanism"] == "laplace"]
+        bounds_rows = rows[rows["mechanism"] == "discrete laplace"]
         assert bounds_rows["epsilon"].tolist() == [0.25]
         q_rows = rows[rows["mechanism"] == "exponential"]
         assert len(q_rows) == 4 and np.allclose(q_rows["epsilon"], 0.75 / 4)

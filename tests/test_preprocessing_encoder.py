@@ -116,26 +116,44 @@ def test_no_warning_with_epsilon():
 
 
 # -- DP discovery -------------------------------------------------------------------
-def test_threshold_formula_matches_laplace_tail():
+def _singleton_release_probability(eps, tau):
+    """Exact P[1 + Y > tau] for the discrete Laplace Y, P[Y = k] ∝ exp(-eps |k|)."""
+    m = math.floor(tau - 1) + 1  # the smallest integer > tau - 1
+    return math.exp(-eps * m) / (1 + math.exp(-eps)) if m >= 1 else 1.0
+
+
+def test_threshold_formula_bounds_both_laplace_tails():
     for eps, delta in [(1.0, 1e-6), (0.1, 1e-9), (2.5, 0.01), (0.5, 0.3)]:
         tau = dp_threshold(eps, delta)
-        assert tau == pytest.approx(1 + math.log(1 / (2 * delta)) / eps, rel=1e-12)
-        # P[1 + Laplace(1/eps) > tau] = P[Laplace(1/eps) > tau - 1] = exp(-eps (tau - 1)) / 2 = delta
-        assert stats.laplace.sf(tau - 1, scale=1 / eps) == pytest.approx(delta, rel=1e-9)
-    # delta > 1/2: the threshold is clipped to 1 and the tail probability 1/2 < delta
-    assert dp_threshold(1.0, 0.7) == 1.0
-    assert stats.laplace.sf(0.0, scale=1.0) == 0.5 < 0.7
+        assert tau == pytest.approx(1 + math.log(1 / ((1 + math.exp(-eps)) * delta)) / eps, rel=1e-12)
+        # Discrete Laplace (the default noise on counts): at most delta, and within a factor e^-eps of it.
+        p = _singleton_release_probability(eps, tau)
+        assert math.exp(-eps) * delta < p <= delta
+        # Continuous Laplace(1/eps): exp(-eps (tau - 1)) / 2 <= delta, as 1 + e^-eps < 2.
+        assert stats.laplace.sf(tau - 1, scale=1 / eps) <= delta
+    # Large delta: the threshold is clipped to 1.
+    assert dp_threshold(1.0, 0.8) == 1.0
+    assert _singleton_release_probability(1.0, 1.0) <= 0.8
+
+
+def test_the_continuous_threshold_would_leak_with_discrete_noise():
+    """Why dp_threshold changed with the discrete default: 1 + ln(1/(2 delta))/eps releases a singleton with
+    probability above delta whenever tau - 1 falls just below an integer."""
+    eps, delta = 1.0, 0.5 * math.exp(-2.999)  # continuous threshold tau = 3.999...
+    continuous_tau = 1 + math.log(1 / (2 * delta)) / eps
+    assert _singleton_release_probability(eps, continuous_tau) > 1.3 * delta
+    assert _singleton_release_probability(eps, dp_threshold(eps, delta)) <= delta
 
 
 def test_encoder_uses_dp_threshold_per_column():
     X = mixed_frame()
     enc = DPCategoricalEncoder({"c": ["y", "x", "z"]}, epsilon=0.9, delta=3e-6, random_state=0).fit(X)
     # budget split over the 3 non-public columns
-    expected = 1 + math.log(1 / (2 * 1e-6)) / 0.3
+    expected = 1 + math.log(1 / ((1 + math.exp(-0.3)) * 1e-6)) / 0.3
     assert set(enc.thresholds_) == {"s", "i", "b"}
     for tau in enc.thresholds_.values():
         assert tau == pytest.approx(expected, rel=1e-12)
-        assert stats.laplace.sf(tau - 1, scale=1 / 0.3) == pytest.approx(1e-6, rel=1e-9)
+        assert _singleton_release_probability(0.3, tau) <= 1e-6
 
 
 def test_single_occurrence_release_rate_at_most_delta():
@@ -150,8 +168,9 @@ def test_single_occurrence_release_rate_at_most_delta():
     enc = DPCategoricalEncoder(epsilon=eps, delta=delta, random_state=2).fit(X)
     released = len(enc.categories_["u"]) - 2
     assert released / n <= delta + 5 * se
-    # the formula is tight, not just conservative: the rate is delta up to noise
-    assert abs(rate - delta) <= 5 * se
+    # the rate is the exact discrete-Laplace tail (at most delta, within a factor e^-eps of it), up to noise
+    p = _singleton_release_probability(eps, tau)
+    assert p <= delta and abs(rate - p) <= 5 * math.sqrt(p * (1 - p) / n)
 
 
 def test_frequent_values_always_released_sorted_and_ledger():

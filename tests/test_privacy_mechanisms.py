@@ -44,7 +44,7 @@ def test_gaussian_rho_sigma_conversion_and_ledger():
     gaussian_mechanism([1.0, 2.0], rho=0.5, sensitivity=2.0, random_state=0, ledger=ledger,
                        description="counts", party="A")
     (entry,) = ledger.entries
-    assert entry.accounting == "zcdp" and entry.mechanism == "gaussian"
+    assert entry.accounting == "zcdp" and entry.mechanism == "discrete gaussian"  # integer values: exact noise
     assert entry.rho == 0.5
     assert entry.scale == pytest.approx(2.0 / math.sqrt(2 * 0.5))
     assert (entry.sensitivity, entry.party, entry.n_values) == (2.0, "A", 2)
@@ -77,7 +77,7 @@ def test_laplace_noise_distribution_and_ledger():
     b = sensitivity / epsilon
     ledger = PrivacyLedger()
     noisy = laplace_mechanism(np.zeros(N), epsilon=epsilon, sensitivity=sensitivity,
-                              random_state=3, ledger=ledger, description="sums")
+                              random_state=3, ledger=ledger, description="sums", noise="continuous")
     # |X| ~ Exponential(mean b, sd b), so the mean absolute deviation has SE b/sqrt(n).
     assert abs(np.abs(noisy).mean() - b) < 4 * b / math.sqrt(N)
     # Var X = 2b^2; SE of the sample variance is sqrt((mu4 - sigma^4)/n), mu4 = 24 b^4.
@@ -166,3 +166,43 @@ def test_exponential_ledger_entry(monotonic):
     assert entry.rho == pytest.approx(0.8**2 / 8)
     assert (entry.scale, entry.sensitivity, entry.party, entry.n_values) == (0.8, 2.0, "B", 3)
     assert entry.details["monotonic"] is monotonic
+
+
+# ------------------------------------------------------------ discrete noise
+def test_counts_get_exact_discrete_noise_by_default():
+    ledger = PrivacyLedger()
+    counts = np.arange(12.0).reshape(3, 4)
+    g = gaussian_mechanism(counts, rho=0.5, random_state=0, ledger=ledger)
+    lap = laplace_mechanism(counts, epsilon=1.0, random_state=0, ledger=ledger)
+    assert g.dtype == lap.dtype == np.float64 and g.shape == lap.shape == (3, 4)
+    assert (g == g.round()).all() and (lap == lap.round()).all()  # integers: no float low bits to leak
+    assert [e.mechanism for e in ledger] == ["discrete gaussian", "discrete laplace"]
+    assert [e.rho for e in ledger][0] == 0.5 and ledger.entries[1].epsilon == 1.0  # the same costs
+    # The discrete Laplace of scale b: E|X| = 2p / (1 - p^2) with p = exp(-1/b).
+    b, n = 4.0, N
+    noisy = laplace_mechanism(np.zeros(n), scale=b, random_state=5)
+    p = math.exp(-1 / b)
+    mean_abs, var_abs = 2 * p / (1 - p * p), 2 * p * (1 + p * p) / (1 - p * p) ** 2  # E|X| and Var|X|
+    assert abs(np.abs(noisy).mean() - mean_abs) < 5 * math.sqrt(var_abs / n)
+
+
+def test_noise_choice():
+    from skdpsynth.privacy import get_noise, noise_context
+
+    assert get_noise() == "discrete"
+    real = np.array([0.5, 1.25])
+    out = gaussian_mechanism(real, rho=0.5, random_state=0)  # not counts: continuous noise (the only option)
+    assert not (out == out.round()).all()
+    with pytest.raises(ValueError, match="needs integer values"):
+        gaussian_mechanism(real, rho=0.5, noise="discrete")
+    with pytest.raises(ValueError, match="noise must be one of"):
+        laplace_mechanism([1.0], epsilon=1.0, noise="exact")
+    ledger = PrivacyLedger()
+    with noise_context("continuous"):
+        laplace_mechanism([3.0, 4.0], epsilon=1.0, random_state=0, ledger=ledger)
+    assert ledger.entries[0].mechanism == "laplace" and get_noise() == "discrete"
+    # Seeded discrete noise is reproducible; unseeded draws from the OS CSPRNG differ call to call.
+    a, b = (gaussian_mechanism(np.zeros(50), rho=0.01, random_state=7) for _ in range(2))
+    assert (a == b).all()
+    c, d = (gaussian_mechanism(np.zeros(50), rho=0.01) for _ in range(2))
+    assert not (c == d).all()

@@ -348,7 +348,7 @@ def test_ledger_spends_exactly_the_budget(kind, epsilon, table):
     # where every measurement is a plain marginal; for MST, the 2-way measurements alone give an upper bound
     # (the estimate also uses those 1-way ones not altered by domain compression, which only lowers its
     # variance).  6 standard deviations: a false failure has probability < 2e-9.
-    gaussian = [e for e in ledger if e.mechanism == "gaussian"]
+    gaussian = [e for e in ledger if e.mechanism == "discrete gaussian"]  # variance σ² up to < 1e-30 for σ ≥ 1
     if kind == "mst":
         gaussian = [e for e in gaussian if e.description.startswith("2-way")]
     assert abs(est.n_records_ - N_ROWS) <= 6 * total_sd(gaussian)

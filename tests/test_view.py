@@ -422,10 +422,13 @@ def test_laplace_scale_by_empirical_variance():
         for k, t in enumerate(measure_views(codes, dom, views, eps, np.random.default_rng(seed), PrivacyLedger())):
             samples[k].append(t.ravel())
     for k, e in enumerate(eps):
-        x = np.concatenate(samples[k])  # N = 5 * 4000 (resp. 5 * 2000) i.i.d. Laplace(1/ε) draws
-        var = 2.0 / e**2
-        # Var(s²) ≈ σ⁴ (κ - 1) / N with Laplace kurtosis κ = 6: relative sd √(5/N) <= 0.022; 6 sd < 0.14.
-        assert abs(x.var() / var - 1) < 6 * math.sqrt(5 / x.size)
+        x = np.concatenate(samples[k])  # N = 5 * 4000 (resp. 5 * 2000) i.i.d. discrete Laplace draws of scale 1/ε
+        # The discrete Laplace, P(k) ∝ p^|k| with p = e^-ε, is a difference of two geometric variables:
+        # variance 2p/(1-p)², kurtosis 3 + (1 + 4p + p²)/(2p) (6 in the continuous limit p -> 1).
+        p = math.exp(-e)
+        var, kurtosis = 2 * p / (1 - p) ** 2, 3 + (1 + 4 * p + p * p) / (2 * p)
+        # Var(s²) ≈ σ⁴ (κ - 1) / N: 6 standard deviations.
+        assert abs(x.var() / var - 1) < 6 * math.sqrt((kurtosis - 1) / x.size)
         assert abs(x.mean()) < 6 * math.sqrt(var / x.size)
 
 
@@ -435,7 +438,7 @@ def test_ledger_is_one_pure_laplace_entry_per_view_summing_to_epsilon(small):
         s = ViewSynthesizer(epsilon=0.7, view_size=3, variant=variant, domain=domain, random_state=0).fit(X)
         frame = s.privacy_ledger_.to_frame()
         n_views = len(s.base_views_) + len(s.cross_views_) + len(s.upper_views_)
-        assert len(frame) == n_views and set(frame["accounting"]) == {"pure"} and set(frame["mechanism"]) == {"laplace"}
+        assert len(frame) == n_views and set(frame["accounting"]) == {"pure"} and set(frame["mechanism"]) == {"discrete laplace"}
         assert (frame["sensitivity"] == 1.0).all()
         assert math.isclose(s.privacy_ledger_.total_epsilon(), 0.7, rel_tol=1e-12)
         np.testing.assert_allclose(frame["epsilon"], s.epsilons_, rtol=1e-12)

@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
 from ..privacy.metadata import mark_public
-from ..privacy.randomness import child_random_states, noise_generator, warn_reproducible_noise
+from ..privacy.randomness import child_random_states, gumbel, noise_generator, warn_reproducible_noise
 from ..utils import check_random_state
 from ._input import as_frame
 
@@ -108,7 +108,7 @@ def _dp_quantile(sorted_clipped: np.ndarray, lower: float, upper: float, q: floa
     utility = -np.abs(np.arange(n + 1) - q * n)
     with np.errstate(divide="ignore"):
         log_w = np.log(lengths) + 0.5 * epsilon * utility  # log(0) = -inf: never chosen
-    i = int(np.argmax(log_w + rng.gumbel(size=log_w.shape)))  # Gumbel-max = exact sample
+    i = int(np.argmax(log_w + gumbel(rng, log_w.shape)))  # Gumbel-max sample (OS CSPRNG bits when unseeded)
     return float(points[i] + rng.uniform() * lengths[i])
 
 

@@ -32,10 +32,18 @@ _MISSING = ("category", "error")
 def dp_threshold(epsilon: float, delta: float) -> float:
     """The smallest threshold τ that makes thresholded Laplace counts (ε, δ)-DP.
 
-    ``τ = 1 + max(ln(1 / (2δ)), 0) / ε``. A value occurring once has count 1;
-    its noisy count ``1 + Laplace(1/ε)`` exceeds τ with probability
-    ``P[Laplace(1/ε) > τ - 1] = exp(-ε (τ - 1)) / 2 = δ`` (for δ ≤ 1/2; for
-    δ > 1/2 the threshold 1 gives probability 1/2 < δ). See
+    ``τ = 1 + max(ln(1 / ((1 + e^-ε) δ)), 0) / ε``, valid for the exact
+    discrete Laplace noise the package adds to counts by default and for
+    continuous Laplace noise alike.  A value occurring once has count 1 and
+    is released when ``1 + Y > τ``:
+
+    * discrete Laplace, ``P[Y = k] ∝ e^(-ε|k|)``: ``P[Y ≥ m] = e^(-εm) / (1 + e^(-ε))``
+      for the smallest integer ``m > τ - 1``, and ``m > τ - 1`` gives
+      ``P ≤ e^(-ε(τ-1)) / (1 + e^(-ε)) = δ`` (at most δ, and more than e^(-ε)·δ:
+      integer counts cannot hit δ exactly);
+    * continuous Laplace(1/ε): ``P = e^(-ε(τ-1)) / 2 ≤ δ``, as ``1 + e^(-ε) < 2``.
+
+    For δ ≥ 1/(1 + e^-ε) the threshold is 1.  See
     :class:`DPCategoricalEncoder` for the full argument.
 
     Parameters
@@ -51,16 +59,21 @@ def dp_threshold(epsilon: float, delta: float) -> float:
 
     Examples
     --------
+    >>> import math
     >>> from skdpsynth.preprocessing.encoder import dp_threshold
-    >>> round(dp_threshold(1.0, 0.5 * 2.718281828459045 ** -3), 6)
-    4.0
+    >>> tau = dp_threshold(1.0, 1e-3)
+    >>> round(tau, 6)
+    7.594494
+    >>> m = math.floor(tau - 1) + 1  # a singleton is released when its noise is at least m
+    >>> math.exp(-m) / (1 + math.exp(-1)) <= 1e-3
+    True
     """
     epsilon, delta = float(epsilon), float(delta)
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}.")
     if not 0.0 < delta < 1.0:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
-    return 1.0 + max(math.log(1.0 / (2.0 * delta)), 0.0) / epsilon
+    return 1.0 + max(math.log(1.0 / ((1.0 + math.exp(-epsilon)) * delta)), 0.0) / epsilon
 
 
 def release_above_threshold(counts, *, epsilon: float, threshold: float,
@@ -154,7 +167,7 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
         column needs DP discovery (thresholding is not pure DP).
     threshold : float or None, default=None
         Release threshold τ on the noisy counts; by default the smallest DP
-        value ``1 + ln(1/(2δ_col))/ε_col``. It may be raised (fewer rare
+        value :func:`dp_threshold` ``(ε_col, δ_col)``. It may be raised (fewer rare
         values released) but not lowered below that value (``ValueError``).
     handle_unknown : {"other", "error"}, default="other"
         Values outside a column's category list: map to ``other_category``,
@@ -204,10 +217,11 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
       ``p = P[1 + Laplace(1/ε_c) > τ]`` the output distributions satisfy
       ``|P[M(D) ∈ S] - P[M(D') ∈ S]| ≤ p``, which is (0, p)-DP.
 
-    Hence the release is (ε_c, δ_c)-DP as soon as ``p ≤ δ_c``. For τ ≥ 1,
-    ``p = exp(-ε_c (τ - 1)) / 2``, and ``p = δ_c`` gives
-    ``τ = 1 + ln(1 / (2 δ_c)) / ε_c`` (clipped to 1 when δ_c > 1/2). The
-    columns compose by basic composition: ``Σ ε_c = ε`` and ``Σ δ_c = δ``.
+    Hence the release is (ε_c, δ_c)-DP as soon as ``p ≤ δ_c``, which
+    :func:`dp_threshold` guarantees for the discrete Laplace noise added to
+    counts by default (``p ≤ e^(-ε_c(τ-1)) / (1 + e^(-ε_c))``) and for continuous
+    Laplace noise (``p = e^(-ε_c(τ-1)) / 2``). The columns compose by basic
+    composition: ``Σ ε_c = ε`` and ``Σ δ_c = δ``.
 
     The released values are **sorted by value** (a public rule; mixed types
     by type name, then string form), never by noisy count, so the order

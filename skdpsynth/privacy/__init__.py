@@ -18,13 +18,23 @@ from .mechanisms import (
     exponential_mechanism,
     exponential_mechanism_probabilities,
     gaussian_mechanism,
+    get_noise,
     laplace_mechanism,
+    noise_context,
+    set_noise,
 )
 from .metadata import is_public, mark_public
 from .randomness import ReproducibleNoiseWarning, SystemRandomGenerator
+from .samplers import bernoulli_exp, discrete_gaussian, discrete_laplace
 from .warnings import PrivacyLeakWarning, warn_privacy_leak
 
 __all__ = [
+    "bernoulli_exp",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "get_noise",
+    "noise_context",
+    "set_noise",
     "BudgetExceededError",
     "LedgerEntry",
     "PrivacyLedger",

@@ -3,9 +3,22 @@
 Sensitivities refer to the add/remove-one-record neighbouring relation (see
 :mod:`skdpsynth.privacy.accounting`): a vector of counts has L1 and L2
 sensitivity 1.
+
+Noise.  Counts are integers, so by default (``noise="discrete"``) the Gaussian
+and Laplace mechanisms add *exact* discrete Gaussian / discrete Laplace noise
+(:mod:`skdpsynth.privacy.samplers`; Canonne, Kamath & Steinke 2020): the
+output is an integer whose distribution is exactly the one the privacy proof
+assumes, with none of the floating-point artefacts that let the low bits of
+textbook float noise reveal the input (Mironov 2012).  The discrete Gaussian
+with σ² ≥ Δ²/(2ρ) is ρ-zCDP and the discrete Laplace with scale ≥ Δ/ε is ε-DP
+for integer-valued queries of sensitivity Δ, the same costs as their
+continuous versions.  ``noise="continuous"`` (per call, or for the package
+with :func:`set_noise`) restores NumPy's floating-point samplers, which the
+mechanisms also use for non-integer values.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,6 +26,8 @@ from numpy.typing import ArrayLike
 
 from ..utils import check_random_state
 from .accounting import _check, exponential_mechanism_rho, gaussian_rho, gaussian_sigma
+from .randomness import SystemRandomGenerator, gumbel
+from .samplers import discrete_gaussian, discrete_laplace
 
 if TYPE_CHECKING:
     from .ledger import PrivacyLedger
@@ -22,7 +37,77 @@ __all__ = [
     "laplace_mechanism",
     "exponential_mechanism",
     "exponential_mechanism_probabilities",
+    "get_noise",
+    "set_noise",
+    "noise_context",
 ]
+
+_NOISE_KINDS = ("discrete", "continuous")
+_noise = {"kind": "discrete"}
+
+
+def get_noise() -> str:
+    """The package's default noise for count measurements: ``"discrete"`` (exact) or ``"continuous"``.
+
+    Examples
+    --------
+    >>> from skdpsynth.privacy import get_noise
+    >>> get_noise()
+    'discrete'
+    """
+    return _noise["kind"]
+
+
+def set_noise(kind: str) -> str:
+    """Set the package's default noise (``"discrete"`` or ``"continuous"``); returns the previous one.
+
+    The default, ``"discrete"``, adds exact discrete Gaussian / Laplace noise
+    to integer counts.  ``"continuous"`` is NumPy's floating-point noise,
+    kept for comparison with other implementations.
+
+    Examples
+    --------
+    >>> from skdpsynth.privacy import set_noise
+    >>> previous = set_noise("continuous")
+    >>> set_noise(previous)
+    'continuous'
+    """
+    if kind not in _NOISE_KINDS:
+        raise ValueError(f"noise must be one of {_NOISE_KINDS}, got {kind!r}.")
+    previous, _noise["kind"] = _noise["kind"], kind
+    return previous
+
+
+@contextmanager
+def noise_context(kind: str):
+    """Use ``kind`` as the default noise inside a ``with`` block.
+
+    Examples
+    --------
+    >>> from skdpsynth.privacy import gaussian_mechanism, noise_context
+    >>> with noise_context("continuous"):
+    ...     noisy = gaussian_mechanism([10, 20], rho=0.5, random_state=0)
+    >>> bool((noisy != noisy.round()).all())  # float noise
+    True
+    """
+    previous = set_noise(kind)
+    try:
+        yield
+    finally:
+        set_noise(previous)
+
+
+def _discrete(values: np.ndarray, noise: str | None) -> bool:
+    """Whether to add exact discrete noise: the chosen kind, and integer values (it needs them)."""
+    kind = get_noise() if noise is None else noise
+    if kind not in _NOISE_KINDS:
+        raise ValueError(f"noise must be one of {_NOISE_KINDS} or None, got {noise!r}.")
+    if kind == "continuous":
+        return False
+    integral = bool(np.all(np.isfinite(values)) and np.all(values == np.round(values)))
+    if not integral and noise == "discrete":
+        raise ValueError("noise='discrete' needs integer values (counts); use noise='continuous' for real values.")
+    return integral
 
 
 def _one_of(**kwargs: float | None) -> tuple[str, float]:
@@ -36,8 +121,11 @@ def _one_of(**kwargs: float | None) -> tuple[str, float]:
 def gaussian_mechanism(values: ArrayLike, *, sigma: float | None = None, rho: float | None = None,
                        sensitivity: float = 1.0, random_state=None,
                        ledger: PrivacyLedger | None = None, description: str = "",
-                       party: str | None = None) -> np.ndarray:
-    """Add N(0, σ²) noise to ``values``; costs ρ = Δ²/(2σ²) zCDP.
+                       party: str | None = None, noise: str | None = None) -> np.ndarray:
+    """Add Gaussian noise of variance σ² to ``values``; costs ρ = Δ²/(2σ²) zCDP.
+
+    Integer ``values`` (counts) get exact discrete Gaussian noise by default
+    (see the module docstring); others N(0, σ²).
 
     Parameters
     ----------
@@ -55,11 +143,15 @@ def gaussian_mechanism(values: ArrayLike, *, sigma: float | None = None, rho: fl
         Ledger description.
     party : str, optional
         Ledger party tag.
+    noise : {"discrete", "continuous"}, optional
+        Exact discrete Gaussian noise (integer ``values`` only) or NumPy's
+        floating-point normal; default :func:`get_noise` (``"discrete"``),
+        which falls back to continuous noise for non-integer values.
 
     Returns
     -------
     numpy.ndarray
-        Noisy float64 values, same shape as ``values``.
+        Noisy float64 values, same shape as ``values`` (integer-valued with discrete noise).
 
     Examples
     --------
@@ -73,10 +165,17 @@ def gaussian_mechanism(values: ArrayLike, *, sigma: float | None = None, rho: fl
     sigma = value if name == "sigma" else gaussian_sigma(value, sensitivity)
     rho = gaussian_rho(sigma, sensitivity) if name == "sigma" else value
     values = np.asarray(values, dtype=np.float64)
-    rng = check_random_state(random_state)
-    noisy = np.asarray(values + rng.normal(0.0, sigma, size=values.shape))
+    rng = _noise_rng(random_state)
+    if _discrete(values, noise):
+        # σ² rounded up, never down: the noise is at least what ρ needs.
+        variance = float(np.nextafter(sigma * sigma, np.inf))
+        noisy = values + discrete_gaussian(variance, values.shape, random_state=rng)
+        mechanism = "discrete gaussian"
+    else:
+        noisy = np.asarray(values + rng.normal(0.0, sigma, size=values.shape))
+        mechanism = "gaussian"
     if ledger is not None:
-        ledger.add(description, "gaussian", rho=rho, sensitivity=float(sensitivity), scale=sigma,
+        ledger.add(description, mechanism, rho=rho, sensitivity=float(sensitivity), scale=sigma,
                    party=party, n_values=values.size)
     return noisy
 
@@ -84,8 +183,12 @@ def gaussian_mechanism(values: ArrayLike, *, sigma: float | None = None, rho: fl
 def laplace_mechanism(values: ArrayLike, *, epsilon: float | None = None,
                       scale: float | None = None, sensitivity: float = 1.0, random_state=None,
                       ledger: PrivacyLedger | None = None, description: str = "",
-                      party: str | None = None) -> np.ndarray:
-    """Add Laplace(0, b) noise to ``values``; is ε-DP with b = Δ/ε.
+                      party: str | None = None, noise: str | None = None) -> np.ndarray:
+    """Add Laplace noise of scale b to ``values``; is ε-DP with b = Δ/ε.
+
+    Integer ``values`` (counts) get exact discrete Laplace noise,
+    P(k) ∝ exp(−|k|/b), by default (see the module docstring); others
+    Laplace(0, b).
 
     Parameters
     ----------
@@ -95,13 +198,13 @@ def laplace_mechanism(values: ArrayLike, *, epsilon: float | None = None,
         Exactly one: the pure-DP cost ε, or the Laplace scale b (then ε = Δ/b).
     sensitivity : float, default=1.0
         L1 sensitivity Δ of ``values``.
-    random_state, ledger, description, party
+    random_state, ledger, description, party, noise
         As in :func:`gaussian_mechanism`; the ledger entry is ``"pure"``.
 
     Returns
     -------
     numpy.ndarray
-        Noisy float64 values, same shape as ``values``.
+        Noisy float64 values, same shape as ``values`` (integer-valued with discrete noise).
 
     Examples
     --------
@@ -116,12 +219,23 @@ def laplace_mechanism(values: ArrayLike, *, epsilon: float | None = None,
     scale = sensitivity / value if name == "epsilon" else value
     epsilon = value if name == "epsilon" else sensitivity / value
     values = np.asarray(values, dtype=np.float64)
-    rng = check_random_state(random_state)
-    noisy = np.asarray(values + rng.laplace(0.0, scale, size=values.shape))
+    rng = _noise_rng(random_state)
+    if _discrete(values, noise):
+        # The scale rounded up, never down: ε-DP holds for the float actually used.
+        noisy = values + discrete_laplace(float(np.nextafter(scale, np.inf)), values.shape, random_state=rng)
+        mechanism = "discrete laplace"
+    else:
+        noisy = np.asarray(values + rng.laplace(0.0, scale, size=values.shape))
+        mechanism = "laplace"
     if ledger is not None:
-        ledger.add(description, "laplace", epsilon=epsilon, sensitivity=sensitivity, scale=scale,
+        ledger.add(description, mechanism, epsilon=epsilon, sensitivity=sensitivity, scale=scale,
                    party=party, n_values=values.size)
     return noisy
+
+
+def _noise_rng(random_state) -> np.random.Generator:
+    """The generator noise is drawn from: OS entropy (and the OS CSPRNG for raw bits) when ``None``."""
+    return SystemRandomGenerator() if random_state is None else check_random_state(random_state)
 
 
 def _log_weights(scores: ArrayLike, epsilon: float, sensitivity: float,
@@ -196,9 +310,9 @@ def exponential_mechanism(scores: ArrayLike, *, epsilon: float, sensitivity: flo
     0.125
     """
     log_w = _log_weights(scores, epsilon, sensitivity, monotonic)
-    rng = check_random_state(random_state)
-    # Gumbel-max: argmax(log w + Gumbel) is an exact sample from w / sum(w).
-    choice = int(np.argmax(log_w + rng.gumbel(size=log_w.shape)))
+    rng = _noise_rng(random_state)
+    # Gumbel-max: argmax(log w + Gumbel) is a sample from w / sum(w).
+    choice = int(np.argmax(log_w + gumbel(rng, log_w.shape)))
     if ledger is not None:
         ledger.add(description, "exponential", rho=exponential_mechanism_rho(epsilon),
                    sensitivity=float(sensitivity), scale=float(epsilon), party=party,

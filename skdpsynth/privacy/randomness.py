@@ -30,6 +30,7 @@ __all__ = [
     "noise_generator",
     "child_random_states",
     "random_uint64",
+    "gumbel",
     "warn_reproducible_noise",
 ]
 
@@ -139,6 +140,25 @@ def random_uint64(rng, size: int) -> np.ndarray:
     if rng is None or isinstance(rng, SystemRandomGenerator):
         return np.frombuffer(os.urandom(8 * size), dtype=np.uint64).copy()
     return rng.integers(0, 2**64, size=size, dtype=np.uint64)
+
+
+def gumbel(rng, shape) -> np.ndarray:
+    """Standard Gumbel draws (for Gumbel-max sampling): from the OS CSPRNG's bits for ``None`` or a
+    :class:`SystemRandomGenerator`, else ``rng.gumbel`` (reproducible).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.privacy.randomness import gumbel
+    >>> gumbel(None, (2, 3)).shape
+    (2, 3)
+    """
+    if rng is not None and not isinstance(rng, SystemRandomGenerator):
+        return rng.gumbel(size=shape)
+    n = int(np.prod(shape))
+    # 53-bit uniforms strictly inside (0, 1): (k + 1/2) / 2^53.
+    u = ((random_uint64(rng, n) >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
+    return -np.log(-np.log(u)).reshape(shape)
 
 
 def warn_reproducible_noise(owner: str, random_state, stacklevel: int = 3) -> None:

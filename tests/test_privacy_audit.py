@@ -1,0 +1,573 @@
+"""Empirical differential-privacy audits (black-box, Clopper–Pearson; see skdpsynth.privacy.audit).
+
+Every audit runs a release on two neighbouring data sets — D and D' = D plus one
+record, the package's add/remove relation, so a count or marginal cell moves by
+one — and asserts that the ε lower bound it proves is at most the claimed ε.
+A correct mechanism fails such an assertion with probability at most alpha =
+0.05, and the seeds are fixed, so these tests are deterministic.
+
+Two more kinds of assertion keep the audits honest:
+
+* power: where runs are cheap (vectorised mechanisms, millions of draws) the
+  bound must reach a stated fraction of the claim, so that a weak audit
+  cannot pass vacuously;
+* planted bugs: deliberately mis-calibrated mechanisms (too little noise, a
+  threshold that forgets the +1, ``monotonic=True`` misused) and a synthesizer
+  with a planted leak, sitting next to the correct ones, must be caught
+  (ε lower bound > claimed ε). That shows the same harness can fail.
+
+Run with ``-s`` to see every audit's bound, claim and ratio.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from skdpsynth import AIMSynthesizer, HybridSynthesizer, MSTSynthesizer, ViewSynthesizer
+from skdpsynth.preprocessing.discretizer import DPKBinsDiscretizer, _dp_quantile
+from skdpsynth.preprocessing.encoder import DPCategoricalEncoder, dp_threshold, release_above_threshold
+from skdpsynth.privacy import (
+    cdp_epsilon,
+    exponential_mechanism,
+    gaussian_mechanism,
+    gaussian_sigma,
+    laplace_mechanism,
+)
+from skdpsynth.privacy.audit import (
+    AuditResult,
+    DistinguishingEvent,
+    audit,
+    clopper_pearson,
+    epsilon_lower_bound,
+)
+from skdpsynth.synthesizers import select_measure
+
+
+def report(name: str, result: AuditResult, claim: float, seconds: float | None = None) -> float:
+    """Print one audit line (visible with -s) and return ε_lb / claim."""
+    ratio = result.epsilon_lower_bound / claim
+    timing = "" if seconds is None else f", {seconds:.1f} s"
+    print(f"\n[audit] {name}: eps_lb={result.epsilon_lower_bound:.4f} claim={claim:.4f} (delta={result.delta:g}) "
+          f"ratio={ratio:.3f}; {result.n_runs} runs/neighbour{timing}; event: {result.event}; held-out counts "
+          f"{result.k_favoured}/{result.n_favoured} vs {result.k_other}/{result.n_other}")
+    return ratio
+
+
+def run_audit(name, claim, *args, **kwargs) -> tuple[AuditResult, float]:
+    start = time.perf_counter()
+    result = audit(*args, **kwargs)
+    return result, report(name, result, claim, time.perf_counter() - start)
+
+
+# =====================================================================================================================
+# The toolkit itself
+# =====================================================================================================================
+
+@pytest.mark.parametrize("k, n", [(0, 1), (0, 20), (1, 20), (7, 20), (19, 20), (20, 20), (312, 1000)])
+def test_clopper_pearson_matches_scipy_exact_interval(k, n):
+    lo, hi = clopper_pearson(k, n, 0.05)
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    assert lo == pytest.approx(ci.low, abs=1e-12) and hi == pytest.approx(ci.high, abs=1e-12)
+    # Each end of the two-sided interval is a one-sided bound at half the level.
+    assert clopper_pearson(k, n, 0.025, side="lower") == pytest.approx((lo, 1.0), abs=1e-12)
+    assert clopper_pearson(k, n, 0.025, side="upper") == pytest.approx((0.0, hi), abs=1e-12)
+
+
+def test_clopper_pearson_edges_vectorised_and_validation():
+    lo, hi = clopper_pearson(np.array([0, 5, 10]), 10, 0.05, side="two-sided")
+    assert lo[0] == 0.0 and hi[2] == 1.0 and np.all(lo <= hi)
+    # k = 0: the upper bound solves (1 - p)^n = alpha.
+    assert clopper_pearson(0, 50, 0.05, side="upper")[1] == pytest.approx(1 - 0.05 ** (1 / 50))
+    for bad in [dict(k=3, n=2), dict(k=-1, n=2), dict(k=1, n=0), dict(k=0.5, n=2)]:
+        with pytest.raises(ValueError):
+            clopper_pearson(bad["k"], bad["n"])
+    with pytest.raises(ValueError):
+        clopper_pearson(1, 2, side="left")
+    with pytest.raises(ValueError):
+        clopper_pearson(1, 2, alpha=1.0)
+
+
+def test_clopper_pearson_coverage_is_at_least_nominal():
+    rng = np.random.default_rng(0)
+    n, p = 40, 0.13
+    k = rng.binomial(n, p, size=20000)
+    lo, hi = clopper_pearson(k, n, 0.1)
+    assert np.mean((lo <= p) & (p <= hi)) >= 0.9
+    lo1, _ = clopper_pearson(k, n, 0.1, side="lower")
+    assert np.mean(lo1 <= p) >= 0.9
+
+
+def test_epsilon_lower_bound_formula_and_zero_floor():
+    p_lo, _ = clopper_pearson(600, 1000, 0.025, side="lower")
+    _, q_hi = clopper_pearson(100, 1000, 0.025, side="upper")
+    assert epsilon_lower_bound(600, 1000, 100, 1000) == pytest.approx(math.log(p_lo / q_hi))
+    assert epsilon_lower_bound(600, 1000, 100, 1000, delta=0.1) == pytest.approx(math.log((p_lo - 0.1) / q_hi))
+    assert epsilon_lower_bound(100, 1000, 600, 1000) == 0.0  # wrong direction: nothing to claim
+    assert epsilon_lower_bound(5, 1000, 0, 1000, delta=0.01) == 0.0  # p_lo below delta
+    assert epsilon_lower_bound([600, 100], 1000, [100, 600], 1000).tolist() == [
+        pytest.approx(math.log(p_lo / q_hi)), 0.0]
+    with pytest.raises(ValueError):
+        epsilon_lower_bound(1, 2, 1, 2, delta=1.0)
+
+
+def test_distinguishing_event():
+    x = np.array([-1.0, 0.0, 2.0])
+    assert DistinguishingEvent(0.0, True, "D")(x).tolist() == [False, False, True]
+    assert DistinguishingEvent(0.0, False, "D'")(x).tolist() == [True, True, False]
+
+
+def test_audit_bookkeeping_and_event_direction():
+    res = audit(lambda rng, n: rng.normal(0.0, 1.0, n), lambda rng, n: rng.normal(3.0, 1.0, n),
+                n_runs=10_000, batch=True, random_state=3)
+    assert res.n_runs == 10_000 and res.n_selection == 5000 and res.n_favoured == res.n_other == 5000
+    # The shifted neighbour makes high values more likely: either {s > t} favouring D', or {s <= t} favouring D.
+    assert (res.event.above, res.event.favours) in {(True, "D'"), (False, "D")}
+    assert res.epsilon_lower_bound > 1.0
+    # Same seed, same result; another selection share changes the split.
+    again = audit(lambda rng, n: rng.normal(0.0, 1.0, n), lambda rng, n: rng.normal(3.0, 1.0, n),
+                  n_runs=10_000, batch=True, random_state=3)
+    assert again == res
+    other = audit(lambda rng, n: rng.normal(0.0, 1.0, n), lambda rng, n: rng.normal(3.0, 1.0, n),
+                  n_runs=10_000, batch=True, selection_fraction=0.2, random_state=3)
+    assert other.n_selection == 2000 and other.n_favoured == 8000
+
+
+def test_audit_of_identical_releases_claims_nothing():
+    res = audit(lambda rng, n: rng.normal(size=n), lambda rng, n: rng.normal(size=n), n_runs=200_000,
+                batch=True, random_state=0)
+    assert res.epsilon_lower_bound == 0.0
+    res = audit(lambda rng: int(rng.integers(3)), lambda rng: int(rng.integers(3)), n_runs=500, random_state=0)
+    assert res.epsilon_lower_bound == 0.0
+
+
+def test_audit_rejects_bad_input():
+    def ok(rng, n):
+        return np.zeros(n)
+
+    with pytest.raises(ValueError, match="scalar values"):
+        audit(lambda rng, n: np.zeros((n, 2)), ok, n_runs=10, batch=True)
+    with pytest.raises(ValueError, match="NaN"):
+        audit(lambda rng, n: np.full(n, np.nan), ok, n_runs=10, batch=True)
+    for kwargs in [dict(n_runs=3), dict(n_runs=10, delta=1.0), dict(n_runs=10, alpha=0.0),
+                   dict(n_runs=10, selection_fraction=1.0), dict(n_runs=10, max_thresholds=1),
+                   dict(n_runs=10, random_state="seed")]:
+        with pytest.raises(ValueError):
+            audit(ok, ok, batch=True, **kwargs)
+
+
+def test_audit_false_alarm_rate_is_at_most_alpha():
+    """The guarantee itself: on an exactly ε-DP mechanism (Laplace, ε = 1, at its worst-case neighbours)
+    the bound exceeds ε in at most an alpha share of independent audits (Clopper–Pearson is conservative,
+    so in practice far fewer)."""
+    n_audits, alpha = 300, 0.05
+    exceed = 0
+    for seed in range(n_audits):
+        res = audit(lambda rng, n: rng.laplace(0.0, 1.0, n), lambda rng, n: 1.0 + rng.laplace(0.0, 1.0, n),
+                    n_runs=4000, batch=True, alpha=alpha, random_state=seed)
+        exceed += res.epsilon_lower_bound > 1.0
+    # P[Binomial(300, 0.05) >= 27] < 0.01: the audit would have to be invalid to get there.
+    assert exceed < 27
+    print(f"\n[audit] false alarms on exact Laplace(eps=1): {exceed}/{n_audits} (alpha={alpha})")
+
+
+# =====================================================================================================================
+# Mechanisms
+# =====================================================================================================================
+
+@pytest.mark.parametrize("rho, sensitivity", [(0.5, 1.0), (0.125, 2.0)])
+def test_audit_gaussian_mechanism(rho, sensitivity):
+    """Gaussian noise on a count: ρ-zCDP with ρ = Δ²/2σ²; the claim at δ is cdp_epsilon(ρ, δ).
+
+    With Δ = 2 (e.g. a sum of values in {0, 1, 2}) D' = D + a record of value 2 moves the answer by 2.
+    """
+    delta = 1e-3
+    claim = cdp_epsilon(rho, delta)
+
+    def release(count):
+        return lambda rng, n: gaussian_mechanism(np.full(n, count), rho=rho, sensitivity=sensitivity,
+                                                 random_state=rng)
+
+    res, ratio = run_audit(f"gaussian_mechanism rho={rho} sensitivity={sensitivity}", claim,
+                           release(10.0), release(10.0 + sensitivity), n_runs=2_000_000, delta=delta, batch=True,
+                           random_state=11)
+    assert res.epsilon_lower_bound <= claim
+    assert ratio >= 0.5  # power: the audit must not be vacuous
+
+
+@pytest.mark.parametrize("epsilon, sensitivity", [(1.0, 1.0), (0.5, 3.0)])
+def test_audit_laplace_mechanism(epsilon, sensitivity):
+    def release(count):
+        return lambda rng, n: laplace_mechanism(np.full(n, count), epsilon=epsilon, sensitivity=sensitivity,
+                                                random_state=rng)
+
+    res, ratio = run_audit(f"laplace_mechanism eps={epsilon} sensitivity={sensitivity}", epsilon,
+                           release(5.0), release(5.0 + sensitivity), n_runs=1_000_000, batch=True, random_state=12)
+    assert res.epsilon_lower_bound <= epsilon
+    assert ratio >= 0.5
+
+
+def _exp_mech_scores(monotonic: bool, m: int = 50):
+    """Neighbouring score vectors (sensitivity 1) where the selection of candidate 0 is most sensitive.
+
+    Non-monotonic: candidate 0 gains 1 while every other loses 1. Monotonic: candidate 0 gains 1 and the
+    others stay. Either way P[0] goes from 1/m to e^ε/(e^ε + m - 1): a ratio close to e^ε for large m.
+    """
+    d = np.zeros(m)
+    dprime = np.r_[1.0, np.full(m - 1, 0.0 if monotonic else -1.0)]
+    return d, dprime
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("monotonic", [False, True])
+def test_audit_exponential_mechanism(monotonic):
+    """ε-DP (the ledger's ε²/8 zCDP is a different, also valid, statement): audited against pure ε."""
+    epsilon = 2.0
+    d, dprime = _exp_mech_scores(monotonic)
+    res, ratio = run_audit(
+        f"exponential_mechanism eps={epsilon} monotonic={monotonic}", epsilon,
+        lambda rng: exponential_mechanism(d, epsilon=epsilon, monotonic=monotonic, random_state=rng),
+        lambda rng: exponential_mechanism(dprime, epsilon=epsilon, monotonic=monotonic, random_state=rng),
+        n_runs=12_000, random_state=13 + monotonic)
+    assert res.epsilon_lower_bound <= epsilon
+    assert ratio >= 0.5
+
+
+@pytest.mark.parametrize("sigma2", [1.0, 2.5])
+def test_audit_discrete_gaussian(sigma2):
+    """Adding discrete Gaussian noise to an integer count is ρ-zCDP with ρ = 1/(2σ²) (Canonne, Kamath & Steinke)."""
+    samplers = pytest.importorskip("skdpsynth.privacy.samplers")
+    delta = 1e-3
+    rho = 1.0 / (2.0 * sigma2)
+    claim = cdp_epsilon(rho, delta)
+    draws = samplers.discrete_gaussian(sigma2, 1000, random_state=0)
+    assert draws.dtype == np.int64
+
+    def release(count):
+        return lambda rng, n: count + samplers.discrete_gaussian(sigma2, n, random_state=rng)
+
+    res, ratio = run_audit(f"discrete_gaussian sigma2={sigma2}", claim, release(7), release(8), n_runs=1_000_000,
+                           delta=delta, batch=True, random_state=14)
+    assert res.epsilon_lower_bound <= claim
+    assert ratio >= 0.5
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.4])
+def test_audit_discrete_laplace(scale):
+    """Adding discrete Laplace noise of scale b to an integer count is (1/b)-DP."""
+    samplers = pytest.importorskip("skdpsynth.privacy.samplers")
+    epsilon = 1.0 / scale
+    assert samplers.discrete_laplace(scale, 1000, random_state=0).dtype == np.int64
+
+    def release(count):
+        return lambda rng, n: count + samplers.discrete_laplace(scale, n, random_state=rng)
+
+    res, ratio = run_audit(f"discrete_laplace scale={scale}", epsilon, release(7), release(8), n_runs=1_000_000,
+                           batch=True, random_state=15)
+    assert res.epsilon_lower_bound <= epsilon
+    assert ratio >= 0.5
+
+
+@pytest.mark.slow
+def test_audit_dp_quantile():
+    """One DP quantile (exponential mechanism over [lower, upper], Smith 2011), charged ε.
+
+    Under add/remove, a point's utility -|i - qn| moves by at most max(q, 1 - q), so the mechanism is in
+    fact max(q, 1-q)·ε-DP; q = 0.1 leaves room for a bound near 0.9 ε. D = one point at 0.125 and nine at
+    the upper bound; D' adds a point at the lower bound. Then [0, 0.125) goes from utility -1 to -0.1
+    while (0.125, 1] goes from 0 to -0.9.
+    """
+    epsilon, q = 2.0, 0.1
+    d = np.array([0.125] + [1.0] * 9)
+    dprime = np.sort(np.r_[0.0, d])
+    res, ratio = run_audit(f"_dp_quantile q={q} eps={epsilon}", epsilon,
+                           lambda rng: _dp_quantile(d, 0.0, 1.0, q, epsilon, rng),
+                           lambda rng: _dp_quantile(dprime, 0.0, 1.0, q, epsilon, rng),
+                           n_runs=15_000, random_state=16)
+    assert res.epsilon_lower_bound <= epsilon
+    assert ratio >= 0.5
+
+
+def test_audit_dp_kbins_discretizer_quantile_edges():
+    """DPKBinsDiscretizer(strategy="quantile") with public bounds: the edges are the release.
+
+    With two bins the single edge is the median, which moves utilities by at most 1/2 under add/remove:
+    the release is really ε/2-DP, so no audit can prove more than ε/2 here.
+    """
+    epsilon = 4.0
+
+    def release(values):
+        frame = pd.DataFrame({"x": values})
+        return lambda rng: DPKBinsDiscretizer(2, strategy="quantile", bounds=(0.0, 1.0), epsilon=epsilon,
+                                              output="code", random_state=rng).fit(frame).bin_edges_["x"][1]
+
+    res, ratio = run_audit(f"DPKBinsDiscretizer quantile n_bins=2 eps={epsilon}", epsilon,
+                           release([0.3, 1.0]), release([0.0, 0.3, 1.0]), n_runs=2000, random_state=17)
+    assert res.epsilon_lower_bound <= epsilon
+    assert ratio >= 0.25  # half of the largest possible (ε/2)
+
+
+def test_audit_release_above_threshold_count_one_vs_two():
+    """Thresholded Laplace counts at τ = dp_threshold(ε, δ): a rare value seen once vs twice.
+
+    With the discrete Laplace on counts, P[release | 1] = p = e^(-εm) / (1 + e^-ε) ≤ δ (m the smallest integer
+    above τ - 1) and P[release | 2] = e^ε p (τ ≥ 2 here), so the best bound is log(e^ε - δ/p).
+    """
+    epsilon, delta = 2.0, 0.01
+    tau = dp_threshold(epsilon, delta)
+    p = np.exp(-epsilon * (np.floor(tau - 1) + 1)) / (1 + np.exp(-epsilon))
+    best = np.log(np.exp(epsilon) - delta / p)
+
+    def release(count):
+        return lambda rng, n: release_above_threshold(np.full(n, count), epsilon=epsilon, threshold=tau,
+                                                      random_state=rng)
+
+    res, ratio = run_audit(f"release_above_threshold count 1 vs 2 eps={epsilon} delta={delta}", epsilon,
+                           release(1), release(2), n_runs=2_000_000, delta=delta, batch=True, random_state=18)
+    assert res.epsilon_lower_bound <= epsilon
+    assert res.epsilon_lower_bound >= 0.8 * best  # the audit gets close to the best bound this pair allows
+
+
+def test_audit_release_above_threshold_absent_vs_once():
+    """The δ part: a value absent from D (never released) vs present once in D' (released w.p. exactly δ)."""
+    epsilon, delta = 1.0, 1e-3
+    tau = dp_threshold(epsilon, delta)
+    res, _ = run_audit(f"release_above_threshold absent vs once eps={epsilon} delta={delta}", epsilon,
+                       lambda rng, n: np.zeros(n, dtype=bool),
+                       lambda rng, n: release_above_threshold(np.ones(n), epsilon=epsilon, threshold=tau,
+                                                              random_state=rng),
+                       n_runs=1_000_000, delta=delta, batch=True, random_state=19)
+    assert res.epsilon_lower_bound <= epsilon
+    # A value seen once is released with the exact discrete-Laplace tail P[Y >= m] = e^(-eps m) / (1 + e^-eps),
+    # m the smallest integer above tau - 1: at most delta, and more than e^-eps * delta (integers cannot hit it).
+    m = np.floor(tau - 1) + 1
+    p = np.exp(-epsilon * m) / (1 + np.exp(-epsilon))
+    assert np.exp(-epsilon) * delta < p <= delta
+    released = release_above_threshold(np.ones(1_000_000), epsilon=epsilon, threshold=tau, random_state=25)
+    lo, hi = clopper_pearson(int(released.sum()), released.size, 0.01)
+    assert lo <= p <= hi and lo <= delta
+
+
+def test_audit_dp_categorical_encoder():
+    """DPCategoricalEncoder's DP discovery end to end; the event is "the rare category is released".
+
+    At (4, 0.2) the threshold releases a value seen once with probability e^-4 / (1 + e^-4) and one seen twice
+    with probability 1 / (1 + e^-4): the best bound, log((0.982 - 0.2) / 0.018) = 3.77, is within reach of a
+    thousand fits (with a smaller δ the singleton's release probability is too small to estimate from so few).
+    """
+    epsilon, delta = 4.0, 0.2
+
+    def release(n_rare):
+        frame = pd.DataFrame({"c": ["common"] * 20 + ["rare"] * n_rare})
+        return lambda rng: "rare" in DPCategoricalEncoder(epsilon=epsilon, delta=delta,
+                                                          random_state=rng).fit(frame).categories_["c"]
+
+    res, ratio = run_audit(f"DPCategoricalEncoder rare 1 vs 2 eps={epsilon} delta={delta}", epsilon,
+                           release(1), release(2), n_runs=1000, delta=delta, random_state=20)
+    assert res.epsilon_lower_bound <= epsilon
+    assert ratio >= 0.5
+
+
+# ---- deliberately mis-calibrated mechanisms: the audit must catch them -------------------------------------------
+
+def test_audit_catches_gaussian_with_a_quarter_of_the_noise():
+    rho, delta = 0.5, 1e-3
+    claim = cdp_epsilon(rho, delta)
+    sigma = gaussian_sigma(rho) / 4  # the bug: σ four times too small for the claimed ρ
+
+    def release(count):
+        return lambda rng, n: gaussian_mechanism(np.full(n, count), sigma=sigma, random_state=rng)
+
+    res, _ = run_audit("PLANTED gaussian sigma/4", claim, release(10.0), release(11.0), n_runs=2_000_000,
+                       delta=delta, batch=True, random_state=21)
+    assert res.epsilon_lower_bound > claim
+
+
+def test_audit_catches_laplace_with_half_the_scale():
+    epsilon = 1.0
+
+    def release(count):
+        return lambda rng, n: laplace_mechanism(np.full(n, count), scale=0.5 / epsilon, random_state=rng)
+
+    res, _ = run_audit("PLANTED laplace scale/2", epsilon, release(5.0), release(6.0), n_runs=1_000_000,
+                       batch=True, random_state=22)
+    assert res.epsilon_lower_bound > epsilon
+
+
+def test_audit_catches_threshold_without_the_plus_one():
+    """τ = ln(1/2δ)/ε forgets that a value occurring once has count 1: it leaks with probability e^ε δ > δ."""
+    epsilon, delta = 1.0, 1e-3
+    tau = dp_threshold(epsilon, delta) - 1.0
+    res, _ = run_audit("PLANTED threshold without +1", epsilon,
+                       lambda rng, n: np.zeros(n, dtype=bool),
+                       lambda rng, n: release_above_threshold(np.ones(n), epsilon=epsilon, threshold=tau,
+                                                              random_state=rng),
+                       n_runs=1_000_000, delta=delta, batch=True, random_state=23)
+    assert res.epsilon_lower_bound > epsilon
+
+
+@pytest.mark.slow
+def test_audit_catches_misused_monotonic_flag():
+    """monotonic=True on scores that move in opposite directions: weights exp(ε s/Δ) then leak up to 2ε."""
+    epsilon = 1.0
+    d, dprime = _exp_mech_scores(monotonic=False)
+    res, _ = run_audit("PLANTED exponential_mechanism monotonic=True misused", epsilon,
+                       lambda rng: exponential_mechanism(d, epsilon=epsilon, monotonic=True, random_state=rng),
+                       lambda rng: exponential_mechanism(dprime, epsilon=epsilon, monotonic=True, random_state=rng),
+                       n_runs=12_000, random_state=24)
+    assert res.epsilon_lower_bound > epsilon
+
+
+# =====================================================================================================================
+# Synthesizers: each fit is the release
+# =====================================================================================================================
+#
+# Three binary columns, 24 records, no record (1, 1, 1); D' adds one. The statistic is what the fitted model
+# says about that record: the sum, over every non-empty set of columns, of the model's count of the record's
+# cell (for DPView, over the released view tables). A few hundred fits per neighbour can only prove a small
+# fraction of a zCDP claim (the whole fit is a Gaussian-like shift of about sqrt(2ρ) ≈ 0.8 noise s.d., and the
+# statistic carries most of it): these audits catch gross leaks — the planted one below shows that they do.
+# Each fit is kept cheap (3 binary columns, few rounds and iterations); the public domain is always given.
+
+_COLUMNS = ("a", "b", "c")
+_CELLS = {(0, 0, 0): 6, (0, 1, 0): 4, (1, 0, 0): 4, (0, 0, 1): 4, (1, 1, 0): 3, (1, 0, 1): 3}
+_D = pd.DataFrame([cell for cell, count in _CELLS.items() for _ in range(count)], columns=list(_COLUMNS))
+_RECORD = (1, 1, 1)
+_D_PRIME = pd.concat([_D, pd.DataFrame([_RECORD], columns=list(_COLUMNS))], ignore_index=True)
+_DOMAIN = {c: 2 for c in _COLUMNS}
+_SUBSETS = [s for k in (1, 2, 3) for s in itertools.combinations(_COLUMNS, k)]
+# zCDP synthesizers are audited at (ε, δ) = (2, 0.01), i.e. ρ = cdp_rho(2, 0.01) ≈ 0.31: the planted leak's 75
+# held-out runs can prove at most about 3.0 even when all are separated, so the claim must stay below that, and
+# a smaller ε would leave nothing to see.
+_EPS, _DELTA = 2.0, 0.01
+
+
+def _record_count_in_model(model) -> float:
+    return float(sum(model.project(s)[tuple(_RECORD[_COLUMNS.index(a)] for a in s)] for s in _SUBSETS))
+
+
+def _record_count_in_views(synth) -> float:
+    views, tables = synth.model_.plan.views, synth.model_.tables
+    return float(sum(table[tuple(_RECORD[a] for a in view)] for view, table in zip(views, tables)))
+
+
+def _synth_audit(name, make, statistic, claim, *, n_runs, delta, seed):
+    def release(frame):
+        return lambda rng: statistic(make(rng).fit(frame))
+
+    return run_audit(name, claim, release(_D), release(_D_PRIME), n_runs=n_runs, delta=delta, random_state=seed)
+
+
+@pytest.mark.slow
+def test_audit_mst_synthesizer():
+    # compress=False: on 24 records most noisy 1-way cells fall below 3σ ≈ 11.5 and would be merged, and the
+    # merged model could not be asked about the record's cells.
+    res, _ = _synth_audit(
+        "MSTSynthesizer", lambda rng: MSTSynthesizer(_EPS, _DELTA, domain=_DOMAIN, compress=False, max_iters=30,
+                                                     random_state=rng),
+        lambda s: _record_count_in_model(s.model_), _EPS, n_runs=250, delta=_DELTA, seed=30)
+    assert res.epsilon_lower_bound <= _EPS
+
+
+@pytest.mark.slow
+def test_audit_aim_synthesizer():
+    res, _ = _synth_audit(
+        "AIMSynthesizer", lambda rng: AIMSynthesizer(_EPS, _DELTA, domain=_DOMAIN, rounds=6, max_iters=20,
+                                                     final_iters=30, random_state=rng),
+        lambda s: _record_count_in_model(s.model_), _EPS, n_runs=250, delta=_DELTA, seed=31)
+    assert res.epsilon_lower_bound <= _EPS
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("partition", [None, {"n_slices": 2, "n_vertical": 2}])
+def test_audit_hybrid_synthesizer(partition):
+    res, _ = _synth_audit(
+        f"HybridSynthesizer partition={partition}",
+        lambda rng: HybridSynthesizer(_EPS, _DELTA, partition=partition, domain=_DOMAIN, max_rounds=6, max_iters=20,
+                                      final_iters=30, random_state=rng),
+        lambda s: _record_count_in_model(s.model_), _EPS, n_runs=200, delta=_DELTA, seed=32)
+    assert res.epsilon_lower_bound <= _EPS
+
+
+@pytest.mark.slow
+def test_audit_view_synthesizer():
+    """Pure ε-DP (Laplace view tables); fits are cheap, so this one runs more of them."""
+    epsilon = 2.0
+    res, _ = _synth_audit(
+        "ViewSynthesizer view_size=2",
+        lambda rng: ViewSynthesizer(epsilon, domain=_DOMAIN, view_size=2, n_search=20, random_state=rng),
+        _record_count_in_views, epsilon, n_runs=1000, delta=0.0, seed=33)
+    assert res.epsilon_lower_bound <= epsilon
+
+
+@pytest.mark.slow
+def test_audit_catches_planted_synthesizer_leak(monkeypatch):
+    """MST whose marginal measurements get 1/20 of the noise the ledger charges for: must be caught."""
+    real = select_measure.gaussian_mechanism
+
+    def leaky(values, **kwargs):
+        noisy = real(values, **kwargs)  # draws and charges the advertised noise ...
+        exact = np.asarray(values, dtype=np.float64)
+        return exact + (noisy - exact) / 20.0  # ... but releases a twentieth of it
+
+    monkeypatch.setattr(select_measure, "gaussian_mechanism", leaky)
+    res, _ = _synth_audit(
+        "PLANTED MSTSynthesizer with noise/20",
+        lambda rng: MSTSynthesizer(_EPS, _DELTA, domain=_DOMAIN, compress=False, max_iters=30, random_state=rng),
+        lambda s: _record_count_in_model(s.model_), _EPS, n_runs=150, delta=_DELTA, seed=34)
+    assert res.epsilon_lower_bound > _EPS
+
+
+# -- canary: a category that occurs once must not leave a DP fit -------------------------------------------------
+@pytest.mark.parametrize("method", ["mst", "aim", "hybrid", "view"])
+def test_canary_category_never_leaves_a_dp_fit(method, tmp_path):
+    """A one-off category ("Canary-7f3e") discovered with DP must appear in no output: not in the synthetic
+    records, the fitted schema, the ledger, the report, nor anywhere in the pickled pipeline."""
+    import pickle
+
+    from skdpsynth.metrics.report import write_report
+    from skdpsynth.pipeline import SynthesisPipeline
+    from skdpsynth.preprocessing import TableDiscretizer
+
+    canary = "Canary-7f3e"
+    rng = np.random.default_rng(3)
+    n = 600
+    frame = pd.DataFrame({"city": rng.choice(["Oslo", "Rome", "Lima"], n), "age": rng.integers(18, 80, n),
+                          "member": rng.choice(["yes", "no"], n)})
+    frame.loc[17, "city"] = canary
+    synth = {"mst": MSTSynthesizer(epsilon=1.0, max_iters=200), "aim": AIMSynthesizer(epsilon=1.0, max_iters=100,
+                                                                                      final_iters=100),
+             "hybrid": HybridSynthesizer(epsilon=1.0, max_iters=100, final_iters=100),
+             "view": ViewSynthesizer(epsilon=1.0, view_size=2)}[method]
+    schema = {"age": {"type": "numeric", "bounds": [0, 100]}, "city": "categorical", "member": "categorical"}
+    pipe = SynthesisPipeline([("table", TableDiscretizer(schema, epsilon=0.5, delta=1e-6)), ("synth", synth)])
+    pipe.fit(frame)
+    synthetic = pipe.sample()
+    assert pipe.privacy_ledger_.is_private
+    assert canary not in set(synthetic["city"])
+    assert canary not in str(pipe.named_steps_["table"].schema_)
+    assert canary not in pipe.privacy_ledger_.to_frame().to_string()
+    assert canary.encode() not in pickle.dumps(pipe)
+    table = pipe.named_steps_["table"]
+    written = write_report(tmp_path / "r.html", real=frame, synthetic=synthetic, real_codes=table.transform(frame),
+                           synthetic_codes=table.transform(synthetic), ledger=pipe.privacy_ledger_, delta=2e-6,
+                           plots=False)
+    # The report reads the real data (it says it is not DP) but shows it through the DP-fitted discretization,
+    # where the canary is just "__other__".
+    assert canary not in written["html"].read_text()
+
+
+def test_canary_category_is_never_released_across_seeds():
+    """Over 300 unseeded DP discoveries the one-off category is never released (its probability is at most δ =
+    1e-6 each, so seeing it even once would be a 3e-4 event)."""
+    from skdpsynth.preprocessing import DPCategoricalEncoder
+
+    frame = pd.DataFrame({"c": ["common"] * 200 + ["Canary-7f3e"]})
+    released = sum("Canary-7f3e" in DPCategoricalEncoder(epsilon=1.0, delta=1e-6).fit(frame).categories_["c"]
+                   for _ in range(300))
+    assert released == 0
