@@ -76,7 +76,7 @@ def run(method: str, noise: str, epsilon: float, seed) -> dict:
         synth.fit(adult.frame)
     kinds = sorted({e.mechanism for e in synth.privacy_ledger_})
     return {"method": method, "noise": noise, "fit_s": synth.fit_time_, "mechanism_s": clock.seconds,
-            "mechanisms": kinds}
+            "mechanisms": kinds, "rounds": len(getattr(synth, "selected_", [])) or None}
 
 
 def main(argv=None) -> list[dict]:
@@ -101,13 +101,15 @@ def main(argv=None) -> list[dict]:
                 times[noise].append(out["fit_s"])
                 inside[noise].append(out["mechanism_s"])
                 rows.append(out)
+        rounds = {k: [r["rounds"] for r in rows if r["method"] == method and r["noise"] == k] for k in times}
         med = {k: statistics.median(v) for k, v in times.items()}
         ins = {k: statistics.median(v) for k, v in inside.items()}
         ratios = [d / c for d, c in zip(times["discrete"], times["continuous"])]
         for noise in ("discrete", "continuous"):
             print(f"{method:8} {noise:11} {med[noise]:15.2f} {ins[noise]:16.3f}"
                   + (f"  {statistics.median(ratios):.3f} (pairs {min(ratios):.3f}-{max(ratios):.3f})"
-                     if noise == "discrete" else ""), flush=True)
+                     if noise == "discrete" else "")
+                  + (f"  rounds {rounds[noise]}" if rounds[noise][0] else ""), flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return rows

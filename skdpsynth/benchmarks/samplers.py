@@ -17,22 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from pathlib import Path
 
 import numpy as np
 
 from ..privacy.samplers import discrete_gaussian, discrete_laplace
+from .engine import _median_seconds
 
-
-def _median_seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def _first_call_ms(fn) -> float:
