@@ -237,7 +237,8 @@ class BaseSynthesizer(BaseEstimator):
             self.rho_ = budget["rho"]
         self._sample_rng = check_random_state(sample_state)
         self.fit_time_ = time.perf_counter() - start
-        self._log(f"fit done in {self.fit_time_:.1f} s; spent {self._spent_text()}")
+        if getattr(self, "verbose", 0):  # the statement converts rho to epsilon: not worth it unread
+            self._log(f"fit done in {self.fit_time_:.1f} s; spent {self._spent_text()}")
         return self
 
     def _check_spend(self, ledger: PrivacyLedger, charged: dict) -> None:
