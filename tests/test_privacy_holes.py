@@ -291,3 +291,23 @@ def test_non_dp_step_in_a_pipeline_warns_naming_it():
         warnings.simplefilter("error", PrivacyLeakWarning)
         stateless.fit(pd.DataFrame({"x": np.arange(300) % 3}))
     assert stateless.privacy_ledger_.is_private
+
+
+# -- 8. adaptive budgets: the documented argument, and the filter property it rests on ---------------------------
+def test_adaptive_budgets_are_documented_and_the_filter_holds(table):
+    """doc/privacy.md states why adaptively chosen round budgets are sound (a privacy filter: the rounds' ρ_t sum to
+    at most ρ on every run); AIM and RandDPGen, whose round budgets depend on earlier outputs, meet it exactly."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "doc" / "privacy.md").read_text(encoding="utf-8")
+    section = text[text.index("## Adaptive budgets"):]
+    section = section[:section.index("\n## ", 4)]
+    for needed in ("Rogers, Roth, Ullman & Vadhan", "Feldman & Zrnic", "Whitehouse", "filter", "ρ − ρ_used"):
+        assert needed in section, needed
+    X, domain = table
+    for epsilon in (0.05, 3.0):  # little and much budget: different numbers of rounds and of annealing steps
+        aim = AIMSynthesizer(epsilon, domain=domain, max_iters=50, final_iters=50).fit(X)
+        hybrid = HybridSynthesizer(epsilon, domain=domain, max_iters=50, final_iters=50).fit(X)
+        assert aim.privacy_ledger_.total_zcdp() == pytest.approx(aim.rho_, rel=1e-12)
+        assert sum(hybrid.round_budgets_) * (1 - hybrid.settings_["alpha"]) + hybrid.settings_["alpha"] * hybrid.rho_ \
+            == pytest.approx(hybrid.rho_, rel=1e-12)
