@@ -156,8 +156,9 @@ def gumbel(rng, shape) -> np.ndarray:
     if rng is not None and not isinstance(rng, SystemRandomGenerator):
         return rng.gumbel(size=shape)
     n = int(np.prod(shape))
-    # 53-bit uniforms strictly inside (0, 1): (k + 1/2) / 2^53.
-    u = ((random_uint64(rng, n) >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
+    # Uniforms strictly inside (0, 1): (k + 1/2) / 2^52 from the top 52 bits (with 53, k + 1/2 would need 54 bits
+    # and the largest k would round to exactly 1, a Gumbel of +inf).
+    u = ((random_uint64(rng, n) >> np.uint64(12)).astype(np.float64) + 0.5) * 2.0**-52
     return -np.log(-np.log(u)).reshape(shape)
 
 
