@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..utils import check_random_state
 from .accounting import _check, exponential_mechanism_rho, gaussian_rho, gaussian_sigma
-from .randomness import SystemRandomGenerator, gumbel
+from .randomness import gumbel, noise_generator
 from .samplers import discrete_gaussian, discrete_laplace
 
 if TYPE_CHECKING:
@@ -165,7 +164,7 @@ def gaussian_mechanism(values: ArrayLike, *, sigma: float | None = None, rho: fl
     sigma = value if name == "sigma" else gaussian_sigma(value, sensitivity)
     rho = gaussian_rho(sigma, sensitivity) if name == "sigma" else value
     values = np.asarray(values, dtype=np.float64)
-    rng = _noise_rng(random_state)
+    rng = noise_generator(random_state)
     if _discrete(values, noise):
         # σ² rounded up, never down: the noise is at least what ρ needs.
         variance = float(np.nextafter(sigma * sigma, np.inf))
@@ -219,7 +218,7 @@ def laplace_mechanism(values: ArrayLike, *, epsilon: float | None = None,
     scale = sensitivity / value if name == "epsilon" else value
     epsilon = value if name == "epsilon" else sensitivity / value
     values = np.asarray(values, dtype=np.float64)
-    rng = _noise_rng(random_state)
+    rng = noise_generator(random_state)
     if _discrete(values, noise):
         # The scale rounded up, never down: ε-DP holds for the float actually used.
         noisy = values + discrete_laplace(float(np.nextafter(scale, np.inf)), values.shape, random_state=rng)
@@ -231,11 +230,6 @@ def laplace_mechanism(values: ArrayLike, *, epsilon: float | None = None,
         ledger.add(description, mechanism, epsilon=epsilon, sensitivity=sensitivity, scale=scale,
                    party=party, n_values=values.size)
     return noisy
-
-
-def _noise_rng(random_state) -> np.random.Generator:
-    """The generator noise is drawn from: OS entropy (and the OS CSPRNG for raw bits) when ``None``."""
-    return SystemRandomGenerator() if random_state is None else check_random_state(random_state)
 
 
 def _log_weights(scores: ArrayLike, epsilon: float, sensitivity: float,
@@ -310,7 +304,7 @@ def exponential_mechanism(scores: ArrayLike, *, epsilon: float, sensitivity: flo
     0.125
     """
     log_w = _log_weights(scores, epsilon, sensitivity, monotonic)
-    rng = _noise_rng(random_state)
+    rng = noise_generator(random_state)
     # Gumbel-max: argmax(log w + Gumbel) is a sample from w / sum(w).
     choice = int(np.argmax(log_w + gumbel(rng, log_w.shape)))
     if ledger is not None:
