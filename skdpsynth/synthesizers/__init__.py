@@ -4,5 +4,6 @@ from .aim import AIMSynthesizer
 from .mst import MSTSynthesizer
 from .hybrid import HybridSynthesizer
 from .view import ViewSynthesizer
+from .vertical_mrf import VerticalMRFSynthesizer
 
-__all__ = ["AIMSynthesizer", "BaseSynthesizer", "HybridSynthesizer", "MSTSynthesizer", "ViewSynthesizer"]
+__all__ = ["AIMSynthesizer", "BaseSynthesizer", "HybridSynthesizer", "MSTSynthesizer", "VerticalMRFSynthesizer", "ViewSynthesizer"]
