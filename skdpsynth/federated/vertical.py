@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..domain import Domain
+from ..marginals import kway_cliques
 from ..privacy import PrivacyLedger, cdp_rho, laplace_mechanism
 from ..privacy.ledger import LedgerEntry
 from ..privacy.randomness import ReproducibleNoiseWarning
@@ -503,7 +504,11 @@ class VerticalParty:
         eps0, delta0 = budget.epsilon_local, budget.delta_local
         params = dict(cfg.local_params)
         if cfg.local_learner == "aim":
-            params.setdefault("max_cells", int(cfg.local_max_cells))
+            # Every column in the workload (AIM models only workload attributes; a column whose 3-way cliques all
+            # exceed τ′ would otherwise be left uniform), plus the 2- and 3-way cliques within τ′ (§5.1).
+            params.setdefault("workload", [(a,) for a in local_domain.attrs] + [
+                c for k in (2, 3) for c in kway_cliques(local_domain, k, int(cfg.local_max_cells))])
+            params.setdefault("max_cells", None)
             learner = AIMSynthesizer(eps0, delta0, domain=local_domain.to_dict(), random_state=random_state,
                                      **params)
         else:

@@ -83,3 +83,37 @@ def enforce_consistency(table: np.ndarray, sources: Sequence[tuple[Sequence[int]
             # Step 2: validation.
             t = normalise(t)
     return t
+
+
+def rake(table: np.ndarray, sources: Sequence[tuple[Sequence[int], np.ndarray]], iters: int = 1000,
+         floor: float = 1e-6, tol: float = 1e-10) -> np.ndarray:
+    """Iterative proportional fitting of ``table`` to the sources' marginals (they are trusted exactly).
+
+    The cross-party estimate keeps only its interaction structure (its odds
+    ratios); its margins on each party's attributes become that party's local
+    marginals.  A small ``floor`` (relative to uniform) keeps cells a clamped
+    estimate set to 0 reachable.  Stops when every margin is within ``tol``
+    or after ``iters`` passes.  Returns a probability table.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.synthesizers.vertical_mrf.consistency import rake
+    >>> out = rake(np.array([[0.4, 0.1], [0.1, 0.4]]), [((0,), np.array([0.7, 0.3])), ((1,), np.array([0.5, 0.5]))])
+    >>> np.round(out.sum(axis=1), 6).tolist(), np.round(out.sum(axis=0), 6).tolist()
+    ([0.7, 0.3], [0.5, 0.5])
+    """
+    t = normalise(table) + floor / np.asarray(table).size
+    t /= t.sum()
+    targets = []
+    for axes, local in sources:
+        axes = tuple(int(a) for a in axes)
+        shape = [t.shape[a] if a in axes else 1 for a in range(t.ndim)]
+        targets.append((tuple(a for a in range(t.ndim) if a not in axes), normalise(local).reshape(shape)))
+    for _ in range(int(iters)):
+        for other, target in targets:
+            current = t.sum(axis=other, keepdims=True)
+            t = t * np.divide(target, current, out=np.zeros_like(current), where=current > 0)
+        if max(float(np.abs(t.sum(axis=other, keepdims=True) - target).max()) for other, target in targets) < tol:
+            break
+    return normalise(t)

@@ -33,7 +33,7 @@ from ...federated.binning import his_rec, uniform_value_distributions
 from ...federated.frequency_oracle import fo_marginal, grr_probabilities
 from ...federated.vertical import VerticalConfig, VerticalMessage
 from ...graphical import GraphicalModel, JunctionTree, Measurement, mirror_descent
-from .consistency import enforce_consistency, normalise
+from .consistency import enforce_consistency, normalise, rake
 
 __all__ = ["VerticalServer", "ServerResult"]
 
@@ -169,8 +169,8 @@ class VerticalServer:
 
     def cross_estimate(self, attrs: Clique) -> np.ndarray:
         """ŷ_M (§6.6): CarEst → HisRec → consistency with the local models, as counts on the raw domains."""
-        table = his_rec(self.binned_table(attrs), [self.bin_maps[a] for a in attrs],
-                        [self.value_dists[a] for a in attrs])
+        binned = normalise(self.binned_table(attrs))
+        table = his_rec(binned, [self.bin_maps[a] for a in attrs], [self.value_dists[a] for a in attrs])
         if not self.consistency:
             return normalise(table) * self.n_hat
         sources = []
@@ -179,6 +179,8 @@ class VerticalServer:
             if axes:
                 part = tuple(attrs[k] for k in axes)
                 sources.append((axes, self.local_models[msg.party].project(part)))
+        if self.consistency == "rake":
+            return rake(table, sources) * self.n_hat
         return enforce_consistency(table, sources, self.consistency_iters) * self.n_hat
 
     def cell_error(self, attrs: Clique) -> float:
