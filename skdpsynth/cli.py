@@ -46,22 +46,29 @@ __all__ = ["main"]
 
 
 def _synthesizers() -> dict:
-    from .synthesizers import AIMSynthesizer, HybridSynthesizer, MSTSynthesizer, ViewSynthesizer
+    from .synthesizers import (AIMSynthesizer, HybridSynthesizer, MSTSynthesizer, VerticalMRFSynthesizer,
+                               ViewSynthesizer)
 
     return {"aim": AIMSynthesizer, "hybrid": HybridSynthesizer, "mst": MSTSynthesizer,
-            "view": ViewSynthesizer, "view+": ViewSynthesizer}
+            "vertical": VerticalMRFSynthesizer, "view": ViewSynthesizer, "view+": ViewSynthesizer}
 
 
 #: Methods whose release is pure ε-DP: they take no δ.
 _PURE = ("view", "view+")
 
 
-def _parties(text: str) -> dict:
-    """``"KxS"`` -> the HybridSynthesizer partition recipe (K row slices x S contiguous column groups)."""
+def _parties(text: str) -> dict | int:
+    """``"KxS"`` -> the HybridSynthesizer partition recipe (K row slices x S contiguous column groups);
+    ``"M"`` -> M parties holding contiguous column blocks (VerticalMRFSynthesizer)."""
+    if text.isdigit():
+        if int(text) < 2:
+            raise argparse.ArgumentTypeError(f"a vertical partition needs at least 2 parties, got {text!r}")
+        return int(text)
     try:
         k, s = (int(v) for v in text.lower().split("x"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected KxS such as 2x2, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected KxS such as 2x2 (hybrid) or M such as 2 (vertical), "
+                                         f"got {text!r}") from None
     if k < 1 or s < 1:
         raise argparse.ArgumentTypeError(f"K and S must be >= 1, got {text!r}")
     return {"n_slices": k, "n_vertical": s}
@@ -100,7 +107,11 @@ def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins:
     if method in _PURE:  # pure ε-DP: no δ
         extra = {"view_size": view_size, "variant": "dpview+" if method == "view+" else "dpview"}
     else:
-        extra = {"delta": delta, **({"partition": parties} if method == "hybrid" else {})}
+        extra = {"delta": delta}
+        if method == "hybrid":
+            extra["partition"] = parties
+        elif method == "vertical":
+            extra["party_columns"] = 2 if parties is None else parties
     synth = _synthesizers()[method](epsilon=epsilon, random_state=seed, verbose=verbose, **extra)
     table = TableDiscretizer(schema, n_bins=n_bins, epsilon=preprocessing_epsilon, delta=pre_delta, random_state=seed)
     return SynthesisPipeline([("table", table), ("synth", synth)])
@@ -285,11 +296,14 @@ def main(argv=None) -> int:
                        help="delta of the (epsilon, delta)-DP guarantee (unused by the pure epsilon-DP view methods)")
         p.add_argument("--method", choices=sorted(_synthesizers()), default="mst",
                        help="aim, mst: centralized baselines; hybrid: RandDPGen over simulated parties; "
+                            "vertical: VertiMRF over parties holding column blocks; "
                             "view / view+: DPView / DPView+ (pure epsilon-DP)")
         p.add_argument("--view-size", type=_view_size, default=None, metavar="D",
                        help="--method view/view+: attributes per view, or 'auto' (default 5)")
-        p.add_argument("--parties", type=_parties, default=None, metavar="KxS",
-                       help="--method hybrid: simulate K row slices x S column groups (default 1x1)")
+        p.add_argument("--parties", type=_parties, default=None, metavar="KxS|M",
+                       help="--method hybrid: simulate K row slices x S column groups (default 1x1); "
+                            "--method vertical: M parties holding contiguous column blocks in file order "
+                            "(default 2)")
         p.add_argument("--rows", type=checked(int, lambda v: v >= 0, "an integer >= 0"), default=None,
                        help="number of synthetic records (default: the DP estimate of the record count)")
         p.add_argument("--bins", type=checked(int, lambda v: v >= 1, "an integer >= 1"), default=16,
@@ -322,8 +336,12 @@ def main(argv=None) -> int:
     common(demo)
     args = ap.parse_args(argv)
     # Options of one method given with another would be silently ignored: refuse them instead.
-    if args.parties is not None and args.method != "hybrid":
-        ap.error(f"--parties applies to --method hybrid only, not {args.method!r}")
+    if args.parties is not None and args.method not in ("hybrid", "vertical"):
+        ap.error(f"--parties applies to --method hybrid or vertical only, not {args.method!r}")
+    if args.method == "hybrid" and isinstance(args.parties, int):
+        ap.error(f"--method hybrid takes --parties KxS (e.g. 2x2), got {args.parties}")
+    if args.method == "vertical" and isinstance(args.parties, dict):
+        ap.error("--method vertical takes --parties M (the number of parties), not KxS")
     if args.view_size is not None and args.method not in _PURE:
         ap.error(f"--view-size applies to --method view / view+ only, not {args.method!r}")
     if args.view_size is None:

@@ -112,6 +112,7 @@ def test_bad_numbers_are_rejected_by_the_parser(table, tmp_path, args, capsys):
 
 
 @pytest.mark.parametrize("method, extra", [("aim", []), ("hybrid", ["--parties", "2x2"]), ("view", []),
+                                           ("vertical", ["--parties", "2"]), ("vertical", []),
                                            ("view+", ["--view-size", "2"]), ("view", ["--view-size", "auto"])])
 def test_every_method_runs_from_the_command_line(table, tmp_path, method, extra):
     _, path, schema_path = table
@@ -139,3 +140,13 @@ def test_options_of_another_method_are_refused(table, args, capsys):
     with pytest.raises(SystemExit) as info:
         main(["synthesize", str(path), "--schema", str(schema_path), "-q", *args])
     assert info.value.code == 2 and "applies to --method" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, message", [(["--method", "vertical", "--parties", "2x2"], "takes --parties M"),
+                                           (["--method", "hybrid", "--parties", "2"], "takes --parties KxS"),
+                                           (["--method", "vertical", "--parties", "1"], "at least 2 parties")])
+def test_party_counts_match_the_method(table, args, message, capsys):
+    _, path, schema_path = table
+    with pytest.raises(SystemExit) as info:
+        main(["synthesize", str(path), "--schema", str(schema_path), "-q", *args])
+    assert info.value.code == 2 and message in capsys.readouterr().err
