@@ -1,7 +1,8 @@
 """Cost of VertiMRF on Adult: each party's encoding and the server, time, peak memory and message sizes.
 
     python -m skdpsynth.benchmarks.vertical [--epsilon 1.6] [--n-sketches 2000] [--parties 2] [--repeats 2]
-                                            [--data-dir DIR] [--no-isolate] [--json OUT]
+                                            [--data-dir DIR] [--no-isolate] [--no-tracemalloc] [--verbose 1]
+                                            [--json OUT]
 
 Data: the discretized Adult (``adult/adult-discretized.csv`` + ``adult-discretized-domain.json`` under
 ``--data-dir``, default the repository's sibling ``../shared/data``): all 48,842 records x 14 integer-coded
@@ -18,11 +19,14 @@ configuration and the parties' serialised messages; then, ``--repeats`` times:
 * **server**: ``VerticalServer(config).fit([VerticalMessage.from_bytes(b) for b in messages])`` (CarEst, HisRec,
   GraphCom, InitMRF, OptMRF).
 
-Memory: the tracemalloc peak (Python and NumPy allocations during the measured call) and ``ru_maxrss`` (the
-process's resident high-water mark).  By default every measurement runs in a fresh spawned process, so its
-``ru_maxrss`` is its own (interpreter, imports and inputs included: the baseline before the call is printed too);
-``--no-isolate`` measures in this process, where ``ru_maxrss`` only ever grows.  tracemalloc slows
-allocation-heavy Python code somewhat; the seconds are taken with it on.
+Memory, per measured call: the resident set before it and its high-water mark during it (``VmHWM`` from
+/proc, reset just before the call through /proc/self/clear_refs), ``getrusage`` ``ru_maxrss`` of the measuring
+process, and, from one extra pass under tracemalloc (``--no-tracemalloc`` skips it), the peak of the traced
+Python and NumPy allocations.  tracemalloc slows the allocation-heavy local model and server 2-7 fold, so the
+seconds quoted are those of the untraced repeats (the traced pass's are printed beside them).  By default every
+call (and the reference fit) runs in a fresh spawned process, so nothing carries over between measurements;
+``ru_maxrss`` survives fork and exec on Linux, so a child's starts at this (small) process's high-water mark.
+``--no-isolate`` measures in this process.
 
 Targets (the issue's acceptance): encoding per party < 60 s, server < 120 s on this machine.  The paper
 (Table 3 of the KDD version, ε not stated, t = 2000): 23.1 min per party (4.1 min with 40 threads), 67 min
@@ -100,12 +104,13 @@ def _party_codes(config, index: int, codes: np.ndarray) -> np.ndarray:
     return codes[:, [config.domain.index(c) for c in columns]]
 
 
-def reference_fit(frame: pd.DataFrame, domain: dict, epsilon: float, n_sketches: int, parties: int) -> dict:
+def reference_fit(frame: pd.DataFrame, domain: dict, epsilon: float, n_sketches: int, parties: int,
+                  verbose: int = 0) -> dict:
     """One fit with ``keep_messages=True``: the public configuration and the parties' serialised messages."""
     from .. import VerticalMRFSynthesizer
 
     syn = VerticalMRFSynthesizer(epsilon=epsilon, delta=1.0 / len(frame), party_columns=parties, domain=domain,
-                                 n_sketches=n_sketches, keep_messages=True, random_state=None)
+                                 n_sketches=n_sketches, keep_messages=True, random_state=None, verbose=verbose)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -209,6 +214,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--tracemalloc", action=argparse.BooleanOptionalAction, default=True,
                     help="one extra pass per measurement under tracemalloc for the Python peak (default on)")
     ap.add_argument("--json", type=Path, default=None, help="also write the raw numbers here")
+    ap.add_argument("--verbose", type=int, default=0, help="verbosity of the reference fit")
     args = ap.parse_args(argv)
     from . import vertical  # functions pickled by reference to the importable module, also under ``python -m``
 
@@ -220,7 +226,8 @@ def main(argv=None) -> dict:
           f"{' + 1 tracemalloc pass' if args.tracemalloc else ''}, "
           f"{'each measurement in a fresh process' if args.isolate else 'in-process'}; "
           f"this process: ru_maxrss {_maxrss_mb():.0f} MB", flush=True)
-    ref = _call(args.isolate, vertical.reference_fit, frame, domain, args.epsilon, args.n_sketches, args.parties)
+    ref = _call(args.isolate, vertical.reference_fit, frame, domain, args.epsilon, args.n_sketches, args.parties,
+                args.verbose)
     config, wire = ref["config"], ref["messages"]
     k_p, alpha_min = config.sketch_parameters
     print(f"reference fit (keep_messages=True; all parties + server in one process): {ref['seconds']:.1f} s, "
@@ -299,7 +306,7 @@ def main(argv=None) -> dict:
           "peak of traced (Python + NumPy) allocations during the call; RSS before->peak: resident set before the "
           "call and its high-water mark during it (VmHWM, reset before the call); maxrss: getrusage ru_maxrss of "
           "the measuring process (" + ("a fresh process; inherits this process's high-water mark at spawn"
-                                      if args.isolate else "cumulative: in-process") + ")")
+                                      if args.isolate else "in-process; resetting VmHWM resets it too") + ")")
     result = {"config": {"epsilon": args.epsilon, "n_sketches": args.n_sketches, "parties": args.parties,
                          "n": n, "repeats": args.repeats, "isolate": args.isolate},
               "reference_fit_s": ref["seconds"], "message_bytes": [len(b) for b in wire], "rows": rows,
