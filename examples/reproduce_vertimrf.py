@@ -368,8 +368,9 @@ def main(argv=None) -> None:
     ap.add_argument("--svm-rows", type=int, default=5000, help="synthetic rows the SVM is trained on (subsample)")
     ap.add_argument("--quick", action="store_true",
                     help="1 run, eps 0.4 and 3.2, NLTCS only, no sweep, no SVM (explicit flags still win)")
-    ap.add_argument("--consistency", choices=("true", "rake"), default="true",
-                    help="VertiMRF's consistency step: the paper's ('true') or raking ('rake')")
+    ap.add_argument("--consistency", choices=("true", "rake"), default="rake",
+                    help="VertiMRF's consistency step: raking to the local marginals ('rake', the default) or the "
+                         "paper's halfway agreement ('true')")
     ap.add_argument("--n-jobs", type=int, default=1, help="parallel fits (joblib)")
     ap.add_argument("--seed", type=int, default=0,
                     help="seed of the splits, the marginal subsets and the SVM subsamples")
@@ -427,7 +428,11 @@ def main(argv=None) -> None:
         for job in jobs:
             report(run_job(job, data_dir, args.seed, args.svm_rows, consistency))
     else:
-        work = (delayed(run_job)(job, data_dir, args.seed, args.svm_rows, consistency) for job in jobs)
+        # Workers import this file as a module so that run_job and its cached loaders pickle by reference (a
+        # function of ``__main__`` would be pickled by value and its lru_cache'd helpers would not resolve).
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        module = __import__(Path(__file__).stem)
+        work = (delayed(module.run_job)(job, data_dir, args.seed, args.svm_rows, consistency) for job in jobs)
         for row in Parallel(n_jobs=args.n_jobs, return_as="generator_unordered")(work):
             report(row)
     total = time.perf_counter() - start

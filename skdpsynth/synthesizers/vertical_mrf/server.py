@@ -73,7 +73,7 @@ class VerticalServer:
                  max_clique_size: float = 2e6, max_model_size: float = 4e6, max_cross_edges: int | None = None,
                  cross_marginal_max_way: int = 2, min_avg_cell_count="auto", n_cross_marginals: int | None = None,
                  n_refine_rounds: int | None = None, candidates_per_round: int | None = None,
-                 consistency: bool = True, consistency_iters: int = 4, md_iters: int = 1000, tol: float = 1e-6,
+                 consistency: bool | str = "rake", consistency_iters: int = 4, md_iters: int = 1000, tol: float = 1e-6,
                  random_state=None, log: Callable[[str], None] = lambda message: None):
         self.config = config
         self.cardinality_estimator = cardinality_estimator
