@@ -46,10 +46,11 @@ __all__ = ["main"]
 
 
 def _synthesizers() -> dict:
-    from .synthesizers import (AIMSynthesizer, HybridSynthesizer, MSTSynthesizer, VerticalMRFSynthesizer,
-                               ViewSynthesizer)
+    from .synthesizers import (AIMSynthesizer, HybridSynthesizer, MSTSynthesizer, PartitionSynthesizer,
+                               VerticalMRFSynthesizer, ViewSynthesizer)
 
     return {"aim": AIMSynthesizer, "hybrid": HybridSynthesizer, "mst": MSTSynthesizer,
+            "partition": PartitionSynthesizer, "partition-paper": PartitionSynthesizer,
             "vertical": VerticalMRFSynthesizer, "view": ViewSynthesizer, "view+": ViewSynthesizer}
 
 
@@ -112,6 +113,8 @@ def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins:
             extra["partition"] = parties
         elif method == "vertical":
             extra["party_columns"] = 2 if parties is None else parties
+        elif method == "partition-paper":  # the published algorithm: not DP, and the ledger says so
+            extra["privacy_mode"] = "paper"
     synth = _synthesizers()[method](epsilon=epsilon, random_state=seed, verbose=verbose, **extra)
     table = TableDiscretizer(schema, n_bins=n_bins, epsilon=preprocessing_epsilon, delta=pre_delta, random_state=seed)
     return SynthesisPipeline([("table", table), ("synth", synth)])
@@ -297,6 +300,7 @@ def main(argv=None) -> int:
         p.add_argument("--method", choices=sorted(_synthesizers()), default="mst",
                        help="aim, mst: centralized baselines; hybrid: RandDPGen over simulated parties; "
                             "vertical: VertiMRF over parties holding column blocks; "
+                            "partition: PPSyn (strict, DP); partition-paper: PPSyn as published (NOT DP); "
                             "view / view+: DPView / DPView+ (pure epsilon-DP)")
         p.add_argument("--view-size", type=_view_size, default=None, metavar="D",
                        help="--method view/view+: attributes per view, or 'auto' (default 5)")

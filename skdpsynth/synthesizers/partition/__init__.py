@@ -1,0 +1,10 @@
+"""PPSyn: partition-based differentially private synthetic data (Zhang, Deng & Yin), spec ``partition.md``.
+
+* :mod:`.partitioning` — Algorithms 3 and 4 (merge / split sequences of a marginal's cells), the required budget
+  ``|P|² / (π (η·Contr − RE)²)``, termination, the strict utility and the uniform estimate;
+* :mod:`.selection` — PartSele (Algorithm 2): contributions, the paper's scores and the strict utilities;
+* :mod:`.synthesizer` — :class:`PartitionSynthesizer` (Algorithm 1).
+"""
+from .synthesizer import PartitionSynthesizer
+
+__all__ = ["PartitionSynthesizer"]

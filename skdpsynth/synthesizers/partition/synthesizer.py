@@ -1,0 +1,369 @@
+"""PPSyn (Zhang, Deng & Yin): partition-based DP synthetic data — Algorithm 1 of the paper, spec ``partition.md``.
+
+An AIM-style select–measure–generate loop with two changes: a selected marginal's cells are grouped and only the
+group sums are measured (less noise, some reconstruction error), and each marginal's budget comes from an error
+target ``η·Contr``::
+
+    1-3   noisy 1-way marginals with init_frac·ρ, split ∝ c_i^{2/3} (PrivSyn); fit the model     (spec §4.2)
+    5-11  while budget is left:
+            select a marginal m and its partition P_m and budget ρ_m   (PartSele, §5; strict: §16)
+            measure the group sums of P_m with Gaussian noise of budget ρ_m       (§10)
+            re-estimate the model (warm start)                                     (§11)
+    12    sample from the model
+
+``privacy_mode="strict"`` (default, spec §16) partitions the *model's* marginals (public), scores candidates with
+a utility of sensitivity η, releases the chosen marginal's contribution with Gaussian noise and derives ρ_m from
+that; the ledger sums to exactly ρ.  ``privacy_mode="paper"`` runs the algorithm as published — partitions,
+budgets and scores from the raw data — which is not differentially private (spec §15.1): it warns, records the
+leak in the ledger and never states a DP guarantee.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...domain import Domain
+from ...graphical import Measurement, mirror_descent
+from ...marginals import marginals
+from ...privacy import PrivacyLedger, exponential_mechanism, gaussian_mechanism, warn_privacy_leak
+from ..base import BaseSynthesizer
+from ..select_measure import compile_workload, filter_by_model_size, resolve_workload
+from .partitioning import aggregation_matrix, uniform_estimate
+from .selection import SequenceCache, contributions, paper_scores, stopping_point, strict_utilities
+
+__all__ = ["PartitionSynthesizer"]
+
+# Strict mode rebuilds a candidate's partition sequence when its model marginal moved by more than this fraction
+# of the total in L1 since the sequence was built (post-processing of the public model; saves rebuilding hundreds
+# of sequences every round for marginals the last measurement barely touched).
+_REFRESH = 0.01
+
+
+class PartitionSynthesizer(BaseSynthesizer):
+    """PPSyn: marginals measured through partitions of their cells, each with a budget from an error target.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+    delta : float, default=1e-9
+        (ε, δ) target, converted to zCDP ρ with the Canonne–Kamath–Steinke bound (spec §2.4).
+    rho : float, optional
+        A zCDP budget given directly; overrides ``epsilon``/``delta`` (``delta`` still converts what was spent
+        back to ε in :attr:`epsilon_spent_`).
+    eta : float, default=0.7
+        Error impact η in (0, 1]: a measured marginal's expected L1 error (reconstruction + noise) is η times its
+        current contribution ``‖M_w(D) − M_w(p̂)‖₁``.  Smaller η: fewer, more precise measurements.
+    rounds : int, optional
+        T of the paper; sizes the selection budget ``select_frac·ρ/T`` per round (default ``16 · n_attributes``).
+        The number of rounds actually run is set by the budgets the measurements need (at most ``9 T + 1``
+        with the default fractions).
+    init_frac : float, default=0.1
+        Share of ρ for the initial 1-way marginals.
+    select_frac : float, default=0.1
+        Nominal share of ρ for selection: each round spends ``select_frac·ρ/T`` on selection (in strict mode,
+        split between the exponential mechanism and the noisy contribution, see ``contr_frac``).
+    workload : None, int or list, default=None
+        Marginals the data should preserve (``None``: all 3-way ones; an int k: all k-way; or a list of cliques
+        or ``(clique, weight)`` pairs).  Weights are ignored: PPSyn scores contributions, not weighted errors.
+    max_cells : int, default=10000
+        Workload cliques with more cells are dropped (the spec's ``max_workload_cells``).
+    candidates : {"downward_closure", "workload"}, default="downward_closure"
+        The candidate marginals: every subset of a workload clique, or the workload plus all 1-way marginals.
+    privacy_mode : {"strict", "paper"}, default="strict"
+        ``"paper"`` is NOT differentially private (see the module docstring).
+    em_sensitivity : float, optional
+        Paper mode's exponential-mechanism sensitivity (default 1.0, which makes selection an argmax); strict
+        mode's is η and this must be None.
+    contr_frac : float, default=0.5
+        Strict mode: share of each round's selection budget that releases the chosen marginal's contribution.
+    partition_source : {"model", "initial_model"}, default="model"
+        Strict mode: partition the current model's marginals (rebuilt when a marginal moved by more than 1 % of
+        the total), or the marginals of the first (1-way) model, computed once.
+    termination : {"first_increase", "global_min"}, default="first_increase"
+        Where a partition sequence stops: the paper's first increase of the required budget, or its minimum.
+    split_rule : {"max_re_interval", "global"}, default="max_re_interval"
+        Algorithm 4's choice of the rectangle to split (spec A12).
+    max_partition_steps : int, optional
+        Cap on the splits of a multi-way partition (None: down to single cells if needed).
+    measurement_form : {"uniform", "aggregate"}, default="uniform"
+        What the estimator is given: every cell's uniform estimate ``ỹ_I / |I|`` (the paper's Est), or the noisy
+        group sums as linear queries (the model then spreads mass inside a group as the other measurements say).
+    max_model_size : float or None, default=80
+        Junction-tree size limit in MB, scaled by the share of the budget used (AIM's filter); None: no limit.
+    max_iters : int, default=1000
+        Mirror-descent iterations per round (warm started; fewer when it converges).
+    final_iters : int, default=2500
+        Iterations of the final estimate.
+    tol : float, default=1e-6
+        Relative loss decrease over 10 iterations under which an estimate stops early.
+    max_rounds : int, optional
+        Safety cap on rounds: the round that reaches it spends all that is left.
+    domain : dict or Domain, optional
+        Public domain (see :class:`~skdpsynth.synthesizers.base.BaseSynthesizer`).
+    sampling : {"round", "sample"}, default="round"
+    random_state : None, int or numpy.random.Generator
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    model_ : GraphicalModel
+    measurements_ : list of Measurement
+        What the estimator was given (public: noisy values, σ and, in aggregate form, the group query).
+    selected_ : list of dict
+        Per round: ``clique``, ``n_groups`` (|P|), ``labels`` (the cells' groups, C order), ``rho`` (ρ_m), ``sigma``,
+        ``final``, and in strict mode the released noisy ``contribution`` C̃ (``skipped`` when it left no
+        feasible partition).  Paper mode stores no contribution (it is raw).
+    rho_used_ : float
+    n_rounds_ : int
+    epsilon_spent_ : float
+        ``rho_used_`` as ε at ``delta`` (infinite in paper mode: no DP guarantee).
+
+    Examples
+    --------
+    >>> from skdpsynth import PartitionSynthesizer
+    >>> from skdpsynth.datasets import load_adult
+    >>> adult = load_adult(discretized=True)
+    >>> X = adult.frame.iloc[:3000, [1, 6, 8, 13]]
+    >>> syn = PartitionSynthesizer(epsilon=1.0, domain=adult.domain.project(X.columns).to_dict(), random_state=0)
+    >>> syn.fit(X).sample(10).shape
+    (10, 4)
+    >>> bool(abs(syn.privacy_ledger_.total_rho() - syn.rho_) < 1e-12)
+    True
+    """
+
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float = 1e-9,
+        *,
+        rho: float | None = None,
+        eta: float = 0.7,
+        rounds: int | None = None,
+        init_frac: float = 0.1,
+        select_frac: float = 0.1,
+        workload=None,
+        max_cells: int | None = 10000,
+        candidates: str = "downward_closure",
+        privacy_mode: str = "strict",
+        em_sensitivity: float | None = None,
+        contr_frac: float = 0.5,
+        partition_source: str = "model",
+        termination: str = "first_increase",
+        split_rule: str = "max_re_interval",
+        max_partition_steps: int | None = None,
+        measurement_form: str = "uniform",
+        max_model_size: float | None = 80.0,
+        max_iters: int = 1000,
+        final_iters: int = 2500,
+        tol: float = 1e-6,
+        max_rounds: int | None = None,
+        domain=None,
+        sampling: str = "round",
+        random_state=None,
+        verbose: int = 0,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.rho = rho
+        self.eta = eta
+        self.rounds = rounds
+        self.init_frac = init_frac
+        self.select_frac = select_frac
+        self.workload = workload
+        self.max_cells = max_cells
+        self.candidates = candidates
+        self.privacy_mode = privacy_mode
+        self.em_sensitivity = em_sensitivity
+        self.contr_frac = contr_frac
+        self.partition_source = partition_source
+        self.termination = termination
+        self.split_rule = split_rule
+        self.max_partition_steps = max_partition_steps
+        self.measurement_form = measurement_form
+        self.max_model_size = max_model_size
+        self.max_iters = max_iters
+        self.final_iters = final_iters
+        self.tol = tol
+        self.max_rounds = max_rounds
+        self.domain = domain
+        self.sampling = sampling
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- validation ---------------------------------------------------------
+    def _privacy_budget(self) -> dict:
+        if self.rho is None:
+            return super()._privacy_budget()
+        if not (isinstance(self.rho, (int, float, np.number)) and np.isfinite(self.rho) and self.rho > 0):
+            raise ValueError(f"rho must be a finite number > 0, got {self.rho!r}.")
+        if not (isinstance(self.delta, (int, float, np.number)) and 0 < self.delta < 1):
+            raise ValueError(f"delta must be in (0, 1), got {self.delta!r}.")
+        return {"rho": float(self.rho)}
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        choices = {"privacy_mode": ("strict", "paper"), "candidates": ("downward_closure", "workload"),
+                   "partition_source": ("model", "initial_model"), "termination": ("first_increase", "global_min"),
+                   "split_rule": ("max_re_interval", "global"), "measurement_form": ("uniform", "aggregate")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}.")
+        if not (isinstance(self.eta, (int, float, np.number)) and 0 < self.eta <= 1):
+            raise ValueError(f"eta must be in (0, 1], got {self.eta!r}.")
+        for name in ("init_frac", "select_frac"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float, np.number)) and 0 < value < 1):
+                raise ValueError(f"{name} must be in (0, 1), got {value!r}.")
+        if not self.init_frac + self.select_frac < 1:
+            raise ValueError(f"init_frac + select_frac must be < 1 (the rest measures the selected marginals), got "
+                             f"{self.init_frac} + {self.select_frac}.")
+        if not (isinstance(self.contr_frac, (int, float, np.number)) and 0 < self.contr_frac < 1):
+            raise ValueError(f"contr_frac must be in (0, 1), got {self.contr_frac!r}.")
+        for name in ("rounds", "max_rounds", "max_partition_steps"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, np.integer)) and value >= 1):
+                raise ValueError(f"{name} must be a positive integer or None, got {value!r}.")
+        if self.em_sensitivity is not None:
+            if self.privacy_mode == "strict":
+                raise ValueError("em_sensitivity applies to privacy_mode='paper' only: strict mode's utility has "
+                                 "sensitivity eta by construction.")
+            if not (isinstance(self.em_sensitivity, (int, float, np.number)) and self.em_sensitivity > 0):
+                raise ValueError(f"em_sensitivity must be > 0, got {self.em_sensitivity!r}.")
+        if self.max_model_size is not None and not self.max_model_size > 0:
+            raise ValueError(f"max_model_size must be > 0 or None, got {self.max_model_size!r}.")
+
+    # -- Algorithm 1 --------------------------------------------------------
+    def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
+        strict = self.privacy_mode == "strict"
+        eta = float(self.eta)
+        T = self.rounds or 16 * len(domain)
+        if not strict:
+            warn_privacy_leak(
+                "PartitionSynthesizer(privacy_mode='paper') runs PPSyn as published: partitions, measurement "
+                "budgets and selection scores are computed from the raw data without a DP mechanism (spec §15.1), "
+                "so the fit is NOT differentially private. Use privacy_mode='strict' for a DP guarantee.",
+                stacklevel=4, ledger=ledger,
+                description="PPSyn paper mode: partitions, budgets and scores from the raw data")
+
+        workload = resolve_workload(self.workload, domain, self.max_cells)
+        if self.candidates == "downward_closure":
+            candidates = list(compile_workload(workload, domain))
+        else:
+            candidates = list(dict.fromkeys([(a,) for a in domain] + [c for c, _ in workload]))
+        answers = marginals(codes, domain, candidates)  # true counts, shaped; never leave the fit
+
+        # Lines 1-3: 1-way marginals with init_frac·ρ, split ∝ c_i^{2/3} (spec §2.3, T1).
+        weights = np.array([domain[a] for a in domain], dtype=float) ** (2 / 3)
+        shares = self.init_frac * rho * weights / weights.sum()
+        measurements = []
+        for a, rho_a in zip(domain, shares):
+            y = gaussian_mechanism(answers[(a,)].ravel(), rho=float(rho_a), random_state=rng, ledger=ledger,
+                                   description=f"1-way marginal {a}")
+            measurements.append(Measurement((a,), y, 1.0 / np.sqrt(2 * rho_a)))
+        rho_used = float(shares.sum())
+        model, info = mirror_descent(domain, measurements, iters=self.max_iters, tol=self.tol)
+
+        # Line 4: the per-round selection budget.
+        rho_sel = self.select_frac * rho / T
+        if strict:
+            rho_em, rho_c = (1 - self.contr_frac) * rho_sel, self.contr_frac * rho_sel
+            em_epsilon, em_sensitivity = np.sqrt(8 * rho_em), eta
+        else:
+            em_epsilon, em_sensitivity = np.sqrt(8 * rho_sel), float(self.em_sensitivity or 1.0)
+        cache = SequenceCache(split_rule=self.split_rule, max_steps=self.max_partition_steps,
+                              refresh=_REFRESH if strict else 0.0)
+        # "initial_model": every candidate's proxy is the first (1-way) model's marginal, so sequences are built once.
+        initial_proxy = ({w: model.project(w) for w in candidates} if strict and self.partition_source == "initial_model"
+                         else None)
+        self.selected_ = []
+        size_cache: dict = {}
+
+        # Lines 5-11.
+        final = False
+        while not final:
+            rho_rem = rho - rho_used
+            eligible = candidates
+            if self.max_model_size is not None:
+                limit = self.max_model_size * rho_used / rho
+                eligible = filter_by_model_size(candidates, domain, model.cliques, limit, size_cache) or candidates
+            contr, projected = contributions(model, answers, eligible)
+            if strict:
+                # S1-S5: public sequences, bounded utility, EM, noisy contribution.
+                if initial_proxy is not None:
+                    projected = {w: initial_proxy[w] for w in eligible}
+                utility = strict_utilities(cache, eligible, projected, contr, eta)
+                m = eligible[exponential_mechanism(utility, epsilon=em_epsilon, sensitivity=em_sensitivity,
+                                                   random_state=rng, ledger=ledger,
+                                                   description=f"round {len(self.selected_) + 1}: select a marginal")]
+                noisy = gaussian_mechanism(np.array([contr[m]]), rho=rho_c, random_state=rng, ledger=ledger,
+                                           description=f"round {len(self.selected_) + 1}: contribution of "
+                                                       f"{' x '.join(map(str, m))}")
+                contribution = max(0.0, float(noisy[0]))
+                seq, t, rho_m = stopping_point(cache, m, projected[m], eta, contribution, self.termination,
+                                               unexplained=True)
+            else:
+                scores, chosen = paper_scores(cache, eligible, answers, contr, eta, self.termination)
+                m = eligible[exponential_mechanism(scores, epsilon=em_epsilon, sensitivity=em_sensitivity,
+                                                   random_state=rng, ledger=ledger,
+                                                   description=f"round {len(self.selected_) + 1}: select a marginal")]
+                seq, t, rho_m = chosen[m]
+                contribution = None
+
+            # §4.2 cap and spend-all rule (A5): never overshoot, never leave less than a selection's worth.
+            available = rho_rem - rho_sel
+            last_round = self.max_rounds is not None and len(self.selected_) + 1 >= self.max_rounds
+            skipped = False
+            if not np.isfinite(rho_m):
+                if strict and available > rho_sel and not last_round:
+                    skipped = True  # S6: no feasible partition for the released contribution; measure nothing
+                else:
+                    t = len(seq) - 1  # the finest partition built gets what is left
+            if not skipped and (not np.isfinite(rho_m) or rho_m > available or available - rho_m <= rho_sel
+                                or last_round):
+                rho_m, final = available, True
+
+            record = {"clique": m, "final": final}
+            if strict:
+                record["contribution"] = contribution
+            if skipped:
+                rho_used += rho_sel
+                record.update(n_groups=0, labels=None, rho=0.0, sigma=None, skipped=True)
+                self.selected_.append(record)
+                self._log(f"round {len(self.selected_)}: {m} skipped (no feasible partition), budget used "
+                          f"{rho_used / rho:.1%}")
+                continue
+
+            # Lines 7-8: noisy group sums, Est (spec §10).
+            labels = seq.labels(t)
+            n_groups = int(labels.max()) + 1
+            sums = np.bincount(labels, weights=answers[m].ravel(), minlength=n_groups)
+            noisy_sums = gaussian_mechanism(np.rint(sums).astype(np.int64), rho=rho_m, random_state=rng,
+                                            ledger=ledger, description=f"round {len(self.selected_) + 1}: "
+                                            f"{n_groups} group sums of {' x '.join(map(str, m))}")
+            sigma = 1.0 / np.sqrt(2 * rho_m)
+            if self.measurement_form == "uniform":
+                measurements.append(Measurement(m, uniform_estimate(labels, noisy_sums), sigma))
+            else:
+                measurements.append(Measurement(m, noisy_sums, sigma, query=aggregation_matrix(labels, n_groups)))
+            rho_used += rho_sel + rho_m
+            record.update(n_groups=n_groups, labels=labels, rho=float(rho_m), sigma=float(sigma), skipped=False)
+            self.selected_.append(record)
+
+            # Line 9: re-estimate, warm started.
+            model, info = mirror_descent(domain, measurements, potentials=model, iters=self.max_iters, tol=self.tol,
+                                         step_size=info.step_size)
+            self._log(f"round {len(self.selected_)}: {m} in {n_groups}/{answers[m].size} groups (sigma "
+                      f"{sigma:.1f}), budget used {rho_used / rho:.1%}, model {model.size_mb():.2f} MB, "
+                      f"{info.iterations} iterations")
+
+        self._log(f"{len(self.selected_)} rounds done; final estimation ({self.final_iters:,} iterations at most)")
+        model, info = mirror_descent(domain, measurements, potentials=model, iters=self.final_iters, tol=self.tol,
+                                     step_size=info.step_size,
+                                     callback=self._estimation_progress("final estimation", measurements,
+                                                                        self.final_iters))
+        self.model_ = model
+        self.n_records_ = model.total
+        self.measurements_ = measurements
+        self.rho_used_ = rho_used
+        self.n_rounds_ = len(self.selected_)
+        self.epsilon_spent_ = ledger.epsilon(float(self.delta))
+        self.sequence_builds_ = cache.builds
