@@ -114,9 +114,8 @@ def test_max_rounds_spends_everything():
     assert syn.privacy_ledger_.total_rho() == pytest.approx(syn.rho_, rel=1e-12)
 
 
-# -- T15 strict mode partitions only public (model) marginals ------------------------------------------------------
-def test_strict_mode_partitions_model_marginals_only_t15(monkeypatch):
-    X, dom = correlated()
+def spy_on_sequences(monkeypatch) -> list:
+    """Record every array a partition sequence is built from."""
     seen = []
     original = selection.partition_sequence
 
@@ -125,6 +124,13 @@ def test_strict_mode_partitions_model_marginals_only_t15(monkeypatch):
         return original(q, **kw)
 
     monkeypatch.setattr(selection, "partition_sequence", spy)
+    return seen
+
+
+# -- T15 strict mode partitions only public (model) marginals ------------------------------------------------------
+def test_strict_mode_partitions_model_marginals_only_t15(monkeypatch):
+    X, dom = correlated()
+    seen = spy_on_sequences(monkeypatch)
     syn = fast(epsilon=2.0, domain=dom).fit(X)
     assert seen
     codes = X.to_numpy()
@@ -144,19 +150,11 @@ def test_strict_mode_partitions_model_marginals_only_t15(monkeypatch):
         assert r["contribution"] >= 0
 
 
-def test_paper_mode_reads_the_data_and_says_so():
+def test_paper_mode_reads_the_data_and_says_so(monkeypatch):
     X, dom = correlated()
-    seen = []
-    original = selection.partition_sequence
-
-    def spy(q, **kw):
-        seen.append(np.array(q, dtype=float))
-        return original(q, **kw)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(selection, "partition_sequence", spy)
-        with pytest.warns(PrivacyLeakWarning, match="NOT differentially private"):
-            syn = fast(epsilon=1.0, domain=dom, privacy_mode="paper").fit(X)
+    seen = spy_on_sequences(monkeypatch)
+    with pytest.warns(PrivacyLeakWarning, match="NOT differentially private"):
+        syn = fast(epsilon=1.0, domain=dom, privacy_mode="paper").fit(X)
     assert any(np.isclose(q.sum(), len(X)) for q in seen)  # the true marginals
     ledger = syn.privacy_ledger_
     assert not ledger.is_private and ledger.leaks

@@ -29,7 +29,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from skdpsynth import AIMSynthesizer, HybridSynthesizer, MSTSynthesizer, ViewSynthesizer
+from skdpsynth import (AIMSynthesizer, HybridSynthesizer, MSTSynthesizer, PartitionSynthesizer,
+                       VerticalMRFSynthesizer, ViewSynthesizer)
 from skdpsynth.preprocessing.discretizer import DPKBinsDiscretizer, _dp_quantile
 from skdpsynth.preprocessing.encoder import DPCategoricalEncoder, dp_threshold, release_above_threshold
 from skdpsynth.privacy import (
@@ -491,6 +492,29 @@ def test_audit_hybrid_synthesizer(partition):
         lambda rng: HybridSynthesizer(_EPS, _DELTA, partition=partition, domain=_DOMAIN, max_rounds=6, max_iters=20,
                                       final_iters=30, random_state=rng),
         lambda s: _record_count_in_model(s.model_), _EPS, n_runs=200, delta=_DELTA, seed=32)
+    assert res.epsilon_lower_bound <= _EPS
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["uniform", "aggregate"])
+def test_audit_partition_synthesizer(form):
+    """PPSyn strict mode: EM on the bounded utility, noisy contribution, partitioned measurements."""
+    res, _ = _synth_audit(
+        f"PartitionSynthesizer strict {form}",
+        lambda rng: PartitionSynthesizer(_EPS, _DELTA, domain=_DOMAIN, rounds=6, max_iters=20, final_iters=30,
+                                         measurement_form=form, random_state=rng),
+        lambda s: _record_count_in_model(s.model_), _EPS, n_runs=200, delta=_DELTA, seed=35)
+    assert res.epsilon_lower_bound <= _EPS
+
+
+@pytest.mark.slow
+def test_audit_vertical_mrf_synthesizer():
+    """VertiMRF (FM sketches): parties {a, b} and {c}; basic composition of (ε, δ) over its releases."""
+    res, _ = _synth_audit(
+        "VerticalMRFSynthesizer",
+        lambda rng: VerticalMRFSynthesizer(_EPS, _DELTA, party_columns=[["a", "b"], ["c"]], domain=_DOMAIN,
+                                           n_sketches=64, md_iters=30, random_state=rng),
+        lambda s: _record_count_in_model(s.model_), _EPS, n_runs=150, delta=_DELTA, seed=36)
     assert res.epsilon_lower_bound <= _EPS
 
 
