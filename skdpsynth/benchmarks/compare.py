@@ -1,6 +1,7 @@
 """Compare synthesizers (and, optionally, the reference implementation) on a benchmark data set.
 
     python -m skdpsynth.benchmarks.compare --dataset adult --methods aim mst --epsilon 0.1 1 10 --seeds 3
+    python -m skdpsynth.benchmarks.compare --dataset adult --methods partition --epsilon 1 --seeds 3   # PPSyn
 
 For every method, ε and seed: fit on the data, generate as many records as the
 synthesizer's noisy count, and report fit seconds (fit + generation, as the
@@ -69,14 +70,16 @@ def _load(dataset: str, data: Path | None, domain: Path | None):
 
 
 def _make(method: str, epsilon: float, delta: float, seed: int, domain: Domain, args):
-    from ..synthesizers import AIMSynthesizer, MSTSynthesizer
+    from ..synthesizers import AIMSynthesizer, MSTSynthesizer, PartitionSynthesizer
 
     common = dict(epsilon=epsilon, delta=delta, domain=domain.to_dict(), random_state=seed, verbose=args.verbose)
     if method == "mst":
         return MSTSynthesizer(**common)
     if method == "aim":
         return AIMSynthesizer(**common, max_model_size=args.max_model_size)
-    sys.exit(f"Unknown method {method!r}.")
+    if method == "partition":   # PPSyn, strict (DP) mode
+        return PartitionSynthesizer(**common)
+    sys.exit(f"Unknown method {method!r}; use mst, aim or partition.")
 
 
 def _score(real: pd.DataFrame, synth: pd.DataFrame, domain: Domain, target, test: pd.DataFrame | None) -> dict:

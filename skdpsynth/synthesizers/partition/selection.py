@@ -5,7 +5,8 @@
 * :func:`contributions` — ``Contr_w = ‖M_w(D) − M_w(p̂)‖₁`` (sensitivity 1 under add/remove: ``p̂`` depends only
   on earlier releases);
 * :func:`paper_scores` — the paper's ``Contr_w / ρ_w`` (unbounded sensitivity: not DP, spec G3);
-* :func:`strict_utilities` — spec §16 S3, ``u_w = max_t max(η C_w − r_t, 0) / k_t^{2/3}``, η-Lipschitz in C_w.
+* :func:`strict_options` — spec §16 S1-S3 as built here: (marginal, partition) pairs of the public sequences,
+  each scored ``max(η G − r, 0) / k^{2/3}`` with ``G`` the deviation its group sums capture (sensitivity ≤ η).
 
 The exponential mechanism, the noisy contribution and the partitioned measurement themselves are the package's
 mechanisms (:mod:`skdpsynth.privacy`), called by the synthesizer.
@@ -18,10 +19,9 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from ...graphical import GraphicalModel
-from .partitioning import PartitionSequence, partition_sequence, strict_utility
+from .partitioning import PartitionSequence, captured_contribution, partition_sequence
 
-__all__ = ["SequenceCache", "contributions", "paper_scores", "strict_utilities", "stopping_point",
-           "unexplained_share"]
+__all__ = ["SequenceCache", "StrictOptions", "contributions", "paper_scores", "strict_options", "stopping_point"]
 
 Clique = tuple[str, ...]
 
@@ -102,38 +102,15 @@ def contributions(model: GraphicalModel, answers: Mapping[Clique, np.ndarray],
     return contr, projected
 
 
-def unexplained_share(seq: PartitionSequence) -> np.ndarray:
-    """``(n − k_t) / (n − 1)``: the share of the model's deviation from the data that ``k_t`` groups leave unexplained.
-
-    Strict mode partitions the *model's* marginal, whose reconstruction error ``r_t`` knows nothing of the
-    deviation ``C = ‖M_w(D) − M_w(p̂)‖₁`` the measurement is for: on a near-uniform model marginal ``r_0 ≈ 0``
-    and a single group (which measures only the total) would look perfect.  With the deviation spread over the
-    cells, group means absorb about ``k_t / n`` of it, so the data's reconstruction error is estimated as
-    ``r_t + C (n − k_t)/(n − 1)``: all of it for one group, none when every cell is its own group.  The utility
-    ``max((η − share_t) C − r_t, 0) / k_t^{2/3}`` stays η-Lipschitz in C.
-    """
-    n = int(np.prod(seq.shape))
-    if n <= 1:
-        return np.zeros(len(seq))
-    return (n - seq.sizes) / (n - 1)
-
-
-def _adjusted(seq: PartitionSequence, contribution: float) -> PartitionSequence:
-    return dataclasses.replace(seq, errors=seq.errors + contribution * unexplained_share(seq))
-
-
 def stopping_point(cache: SequenceCache, clique: Clique, q: np.ndarray, eta: float, contribution: float,
-                   rule: str, *, unexplained: bool = False) -> tuple[PartitionSequence, int, float]:
+                   rule: str) -> tuple[PartitionSequence, int, float]:
     """The termination step of the paper's rule on ``clique``'s sequence, extending a capped sequence as needed.
 
-    With ``unexplained`` (strict mode) the errors are the model sequence's plus the unexplained deviation
-    (:func:`unexplained_share`).  Returns ``(sequence, t, rho)``; ``rho`` is ``inf`` when no step of the
+    Returns ``(sequence, t, rho)``; ``rho`` is ``inf`` when no step of the
     (complete) sequence is feasible.
     """
     seq, complete = cache.get(clique, q)
     while True:
-        if unexplained:
-            seq = _adjusted(seq, contribution)
         t = seq.stop(eta, contribution, rule=rule)
         rho = float(seq.rho(eta, contribution)[t])
         if complete:
@@ -158,21 +135,61 @@ def paper_scores(cache: SequenceCache, candidates: list[Clique], answers: Mappin
     return scores, chosen
 
 
-def strict_utilities(cache: SequenceCache, candidates: list[Clique], projected: Mapping[Clique, np.ndarray],
-                     contr: Mapping[Clique, float], eta: float) -> np.ndarray:
-    """Spec §16 S1+S3: ``u_w`` on the public sequences of the model marginals ``projected[w]``, their errors
-    raised by the deviation they leave unexplained (:func:`unexplained_share`).
+@dataclasses.dataclass(frozen=True)
+class StrictOptions:
+    """The (marginal, partition) pairs strict mode chooses among in one round, with their utilities.
 
-    A capped sequence is extended while a later step could still beat the maximum found
-    (``η C / k^{2/3}`` bounds every later term), so ``u_w`` equals its value on the full sequence.
+    ``step[j] = -1`` stands for the finest partition (every cell a group), offered for every candidate whether
+    or not its (capped) sequence reaches it.  ``captured`` is private (``G_{w,t}``) and never leaves the fit.
     """
-    out = np.zeros(len(candidates))
+
+    candidate: np.ndarray   # index into the candidate list
+    step: np.ndarray        # step t of the candidate's sequence, -1: single cells
+    sizes: np.ndarray       # k = |P|
+    errors: np.ndarray      # r: public reconstruction error charged to the partition (0 in aggregate form)
+    captured: np.ndarray    # G_{w,t} (private)
+    utility: np.ndarray     # max(η G − r, 0) / k^{2/3}, each η-Lipschitz in G (sensitivity ≤ η)
+
+    def labels(self, j: int, seq: PartitionSequence) -> np.ndarray:
+        """Group of every cell (flat, C order) for option ``j`` whose candidate's sequence is ``seq``."""
+        t = int(self.step[j])
+        return np.arange(int(np.prod(seq.shape))) if t < 0 else seq.labels(t)
+
+
+def _step_grid(seq: PartitionSequence) -> np.ndarray:
+    """Steps whose group counts are 1, 2, 4, … (and the sequence's finest), so a round scores O(log n) options
+    per candidate instead of every step."""
+    k = seq.sizes
+    grid = np.flatnonzero((k & (k - 1)) == 0)
+    return np.union1d(grid, [int(np.argmax(k))])
+
+
+def strict_options(cache: SequenceCache, candidates: list[Clique], proxies: Mapping[Clique, np.ndarray],
+                   deviations: Mapping[Clique, np.ndarray], eta: float, *, uniform: bool) -> StrictOptions:
+    """Strict PartSele's choices and utilities (spec §16 S1–S3, with the captured contribution).
+
+    For every candidate ``w``, the public sequence of its proxy marginal is cut at ``k = 1, 2, 4, …`` groups,
+    plus single cells.  A partition ``P`` can only correct the part of the deviation ``d_w = M_w(D) − M_w(p̂)``
+    its group sums see, ``G = Σ_I |Σ_{i∈I} d_i|`` (:func:`captured_contribution`); the utility is the spec's
+    ``max(η·G − r, 0) / k^{2/3}`` with ``G`` in place of ``Contr``.  ``r`` is the proxy's reconstruction error when
+    cells are filled uniformly (``uniform``), and 0 when the group sums enter as linear queries (the model keeps
+    its own shape inside a group).  ``G`` has sensitivity 1, so every utility has sensitivity ``≤ η``.
+    """
+    parts = []
     for i, w in enumerate(candidates):
-        seq, complete = cache.get(w, projected[w])
-        while True:
-            u = strict_utility(seq.sizes, seq.errors + contr[w] * unexplained_share(seq), eta, contr[w])
-            if complete or eta * contr[w] / float(seq.sizes[-1] + 1) ** (2 / 3) <= u:
-                break
-            seq, complete = cache.extend(w)
-        out[i] = u
-    return out
+        seq, _ = cache.get(w, proxies[w])
+        d = deviations[w]
+        steps = _step_grid(seq)
+        sizes = seq.sizes[steps].astype(np.float64)
+        errors = seq.errors[steps] if uniform else np.zeros(steps.size)
+        captured = captured_contribution(seq, d, steps)
+        n = d.size
+        if sizes.max() < n:   # single cells: captures all of Contr, no reconstruction error
+            steps = np.append(steps, -1)
+            sizes = np.append(sizes, n)
+            errors = np.append(errors, 0.0)
+            captured = np.append(captured, np.abs(d).sum())
+        parts.append((np.full(steps.size, i), steps, sizes, np.maximum(errors, 0.0), captured))
+    cand, step, sizes, errors, captured = (np.concatenate(x) for x in zip(*parts))
+    utility = np.maximum(eta * captured - errors, 0.0) / sizes ** (2.0 / 3.0)
+    return StrictOptions(cand, step, sizes, errors, captured, utility)

@@ -11,9 +11,17 @@ target ``η·Contr``::
             re-estimate the model (warm start)                                     (§11)
     12    sample from the model
 
-``privacy_mode="strict"`` (default, spec §16) partitions the *model's* marginals (public), scores candidates with
-a utility of sensitivity η, releases the chosen marginal's contribution with Gaussian noise and derives ρ_m from
-that; the ledger sums to exactly ρ.  ``privacy_mode="paper"`` runs the algorithm as published — partitions,
+``privacy_mode="strict"`` (default, spec §16) partitions public proxy marginals (the first, 1-way model's), chooses
+a (marginal, partition) pair with the exponential mechanism on a utility of sensitivity η, releases the deviation
+the pair's group sums capture with Gaussian noise and derives ρ_m from that; the ledger sums to exactly ρ.
+
+Where strict mode departs from spec §16 as written (measured reasons in ``doc/partition.md``): the spec scores a
+marginal by ``η·Contr − RE`` with RE computed on the model, which cannot see the deviation being measured — one
+group (measuring only the total) then looks perfect and is chosen forever.  Here each partition of the public
+sequence is scored by the part of the deviation its group sums capture, ``G = Σ_I |Σ_{i∈I} d_i|`` (sensitivity 1,
+so the utility keeps sensitivity η), the EM picks the partition with the marginal, and ``G̃`` replaces ``C̃`` in
+the budget formula.  Each measurement's ρ_m is clipped to ``round_budget`` (by default between the measurement
+share over T and four times that), which bounds the rounds and keeps one marginal from taking the rest.  ``privacy_mode="paper"`` runs the algorithm as published — partitions,
 budgets and scores from the raw data — which is not differentially private (spec §15.1): it warns, records the
 leak in the ledger and never states a DP guarantee.
 """
@@ -27,8 +35,8 @@ from ...marginals import marginals
 from ...privacy import PrivacyLedger, exponential_mechanism, gaussian_mechanism, warn_privacy_leak
 from ..base import BaseSynthesizer
 from ..select_measure import compile_workload, filter_by_model_size, resolve_workload
-from .partitioning import aggregation_matrix, uniform_estimate
-from .selection import SequenceCache, contributions, paper_scores, stopping_point, strict_utilities
+from .partitioning import aggregation_matrix, required_rho, uniform_estimate
+from .selection import SequenceCache, contributions, paper_scores, strict_options
 
 __all__ = ["PartitionSynthesizer"]
 
@@ -36,6 +44,8 @@ __all__ = ["PartitionSynthesizer"]
 # of the total in L1 since the sequence was built (post-processing of the public model; saves rebuilding hundreds
 # of sequences every round for marginals the last measurement barely touched).
 _REFRESH = 0.01
+# Strict mode's default cap on a multi-way sequence: partitions of up to 256 groups, plus single cells.
+_STRICT_MAX_STEPS = 255
 
 
 class PartitionSynthesizer(BaseSynthesizer):
@@ -53,9 +63,9 @@ class PartitionSynthesizer(BaseSynthesizer):
         Error impact η in (0, 1]: a measured marginal's expected L1 error (reconstruction + noise) is η times its
         current contribution ``‖M_w(D) − M_w(p̂)‖₁``.  Smaller η: fewer, more precise measurements.
     rounds : int, optional
-        T of the paper; sizes the selection budget ``select_frac·ρ/T`` per round (default ``16 · n_attributes``).
-        The number of rounds actually run is set by the budgets the measurements need (at most ``9 T + 1``
-        with the default fractions).
+        T of the paper; sizes the selection budget ``select_frac·ρ/T`` per round (default ``16 · n_attributes``
+        in paper mode, ``2 · n_attributes`` in strict mode, whose ``round_budget`` keeps the rounds near T).
+        The number of rounds actually run is set by the budgets the measurements need.
     init_frac : float, default=0.1
         Share of ρ for the initial 1-way marginals.
     select_frac : float, default=0.1
@@ -75,23 +85,27 @@ class PartitionSynthesizer(BaseSynthesizer):
         mode's is η and this must be None.
     contr_frac : float, default=0.5
         Strict mode: share of each round's selection budget that releases the chosen marginal's contribution.
-    partition_source : {"model", "initial_model"}, default="model"
-        Strict mode: partition the current model's marginals (rebuilt when a marginal moved by more than 1 % of
-        the total), or the marginals of the first (1-way) model, computed once.
+    partition_source : {"model", "initial_model"}, default="initial_model"
+        Strict mode: partition the marginals of the first (1-way) model, computed once, or the current model's
+        (rebuilt when a marginal moved by more than 1 % of the total: several times slower on Adult).
     termination : {"first_increase", "global_min"}, default="first_increase"
         Where a partition sequence stops: the paper's first increase of the required budget, or its minimum.
     split_rule : {"max_re_interval", "global"}, default="max_re_interval"
         Algorithm 4's choice of the rectangle to split (spec A12).
-    max_partition_steps : int, optional
-        Cap on the splits of a multi-way partition (None: down to single cells if needed).
-    measurement_form : {"uniform", "aggregate"}, default="uniform"
+    max_partition_steps : int, "auto" or None, default="auto"
+        Cap on the splits of a multi-way partition (None: down to single cells if needed).  ``"auto"``: 255 in
+        strict mode (whose options are 1, 2, 4, …, 256 groups and single cells), None in paper mode.
+    measurement_form : {"uniform", "aggregate"}, default="aggregate"
         What the estimator is given: every cell's uniform estimate ``ỹ_I / |I|`` (the paper's Est), or the noisy
         group sums as linear queries (the model then spreads mass inside a group as the other measurements say).
+    round_budget : "auto", None or (float, float), default="auto"
+        Bounds ``(low, high)`` on one measurement's ρ_m as fractions of ρ.  ``"auto"``: strict mode
+        ``((1 − init_frac − select_frac)/T, 4×that)``; paper mode unbounded (the paper's rule).
     max_model_size : float or None, default=80
         Junction-tree size limit in MB, scaled by the share of the budget used (AIM's filter); None: no limit.
-    max_iters : int, default=1000
+    max_iters : int, default=100
         Mirror-descent iterations per round (warm started; fewer when it converges).
-    final_iters : int, default=2500
+    final_iters : int, default=1000
         Iterations of the final estimate.
     tol : float, default=1e-6
         Relative loss decrease over 10 iterations under which an estimate stops early.
@@ -110,8 +124,8 @@ class PartitionSynthesizer(BaseSynthesizer):
         What the estimator was given (public: noisy values, σ and, in aggregate form, the group query).
     selected_ : list of dict
         Per round: ``clique``, ``n_groups`` (|P|), ``labels`` (the cells' groups, C order), ``rho`` (ρ_m), ``sigma``,
-        ``final``, and in strict mode the released noisy ``contribution`` C̃ (``skipped`` when it left no
-        feasible partition).  Paper mode stores no contribution (it is raw).
+        ``final``, and in strict mode the released noisy captured ``contribution`` G̃ (``skipped`` when it left
+        no feasible partition).  Paper mode stores no contribution (it is raw).
     rho_used_ : float
     n_rounds_ : int
     epsilon_spent_ : float
@@ -146,14 +160,15 @@ class PartitionSynthesizer(BaseSynthesizer):
         privacy_mode: str = "strict",
         em_sensitivity: float | None = None,
         contr_frac: float = 0.5,
-        partition_source: str = "model",
+        partition_source: str = "initial_model",
         termination: str = "first_increase",
         split_rule: str = "max_re_interval",
-        max_partition_steps: int | None = None,
-        measurement_form: str = "uniform",
+        max_partition_steps: int | str | None = "auto",
+        measurement_form: str = "aggregate",
+        round_budget="auto",
         max_model_size: float | None = 80.0,
-        max_iters: int = 1000,
-        final_iters: int = 2500,
+        max_iters: int = 100,
+        final_iters: int = 1000,
         tol: float = 1e-6,
         max_rounds: int | None = None,
         domain=None,
@@ -179,6 +194,7 @@ class PartitionSynthesizer(BaseSynthesizer):
         self.split_rule = split_rule
         self.max_partition_steps = max_partition_steps
         self.measurement_form = measurement_form
+        self.round_budget = round_budget
         self.max_model_size = max_model_size
         self.max_iters = max_iters
         self.final_iters = final_iters
@@ -220,6 +236,8 @@ class PartitionSynthesizer(BaseSynthesizer):
             raise ValueError(f"contr_frac must be in (0, 1), got {self.contr_frac!r}.")
         for name in ("rounds", "max_rounds", "max_partition_steps"):
             value = getattr(self, name)
+            if name == "max_partition_steps" and isinstance(value, str) and value == "auto":
+                continue
             if value is not None and not (isinstance(value, (int, np.integer)) and value >= 1):
                 raise ValueError(f"{name} must be a positive integer or None, got {value!r}.")
         if self.em_sensitivity is not None:
@@ -228,6 +246,13 @@ class PartitionSynthesizer(BaseSynthesizer):
                                  "sensitivity eta by construction.")
             if not (isinstance(self.em_sensitivity, (int, float, np.number)) and self.em_sensitivity > 0):
                 raise ValueError(f"em_sensitivity must be > 0, got {self.em_sensitivity!r}.")
+        bounds = self.round_budget
+        if not (isinstance(bounds, str) and bounds == "auto") and bounds is not None:
+            ok = isinstance(bounds, (tuple, list)) and len(bounds) == 2 and all(
+                isinstance(b, (int, float, np.number)) and np.isfinite(b) for b in bounds)
+            if not (ok and 0 < bounds[0] <= bounds[1] < 1):
+                raise ValueError(f"round_budget must be 'auto', None or a pair (low, high) of fractions of the "
+                                 f"budget with 0 < low <= high < 1, got {bounds!r}.")
         if self.max_model_size is not None and not self.max_model_size > 0:
             raise ValueError(f"max_model_size must be > 0 or None, got {self.max_model_size!r}.")
 
@@ -235,7 +260,13 @@ class PartitionSynthesizer(BaseSynthesizer):
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
         strict = self.privacy_mode == "strict"
         eta = float(self.eta)
-        T = self.rounds or 16 * len(domain)
+        T = self.rounds or (2 if strict else 16) * len(domain)
+        bounds = self.round_budget
+        if isinstance(bounds, str):   # "auto"
+            floor = (1 - self.init_frac - self.select_frac) / T
+            bounds = (floor, 4 * floor) if strict else None
+        if bounds is not None:
+            bounds = (bounds[0] * rho, bounds[1] * rho)
         if not strict:
             warn_privacy_leak(
                 "PartitionSynthesizer(privacy_mode='paper') runs PPSyn as published: partitions, measurement "
@@ -269,8 +300,11 @@ class PartitionSynthesizer(BaseSynthesizer):
             em_epsilon, em_sensitivity = np.sqrt(8 * rho_em), eta
         else:
             em_epsilon, em_sensitivity = np.sqrt(8 * rho_sel), float(self.em_sensitivity or 1.0)
-        cache = SequenceCache(split_rule=self.split_rule, max_steps=self.max_partition_steps,
-                              refresh=_REFRESH if strict else 0.0)
+        max_steps = self.max_partition_steps
+        if max_steps == "auto":
+            max_steps = _STRICT_MAX_STEPS if strict else None
+        cache = SequenceCache(split_rule=self.split_rule, max_steps=max_steps, refresh=_REFRESH if strict else 0.0,
+                              first_steps=max_steps if strict and max_steps else 32)
         # "initial_model": every candidate's proxy is the first (1-way) model's marginal, so sequences are built once.
         initial_proxy = ({w: model.project(w) for w in candidates} if strict and self.partition_source == "initial_model"
                          else None)
@@ -287,36 +321,43 @@ class PartitionSynthesizer(BaseSynthesizer):
                 eligible = filter_by_model_size(candidates, domain, model.cliques, limit, size_cache) or candidates
             contr, projected = contributions(model, answers, eligible)
             if strict:
-                # S1-S5: public sequences, bounded utility, EM, noisy contribution.
-                if initial_proxy is not None:
-                    projected = {w: initial_proxy[w] for w in eligible}
-                utility = strict_utilities(cache, eligible, projected, contr, eta)
-                m = eligible[exponential_mechanism(utility, epsilon=em_epsilon, sensitivity=em_sensitivity,
-                                                   random_state=rng, ledger=ledger,
-                                                   description=f"round {len(self.selected_) + 1}: select a marginal")]
-                noisy = gaussian_mechanism(np.array([contr[m]]), rho=rho_c, random_state=rng, ledger=ledger,
-                                           description=f"round {len(self.selected_) + 1}: contribution of "
-                                                       f"{' x '.join(map(str, m))}")
+                # S1-S5: public sequences, (marginal, partition) pairs chosen by the EM on a sensitivity-η utility,
+                # then the chosen pair's captured contribution released with Gaussian noise.
+                proxies = projected if initial_proxy is None else initial_proxy
+                options = strict_options(cache, eligible, proxies, {w: answers[w] - projected[w] for w in eligible},
+                                         eta, uniform=self.measurement_form == "uniform")
+                j = exponential_mechanism(options.utility, epsilon=em_epsilon, sensitivity=em_sensitivity,
+                                          random_state=rng, ledger=ledger,
+                                          description=f"round {len(self.selected_) + 1}: select a marginal and "
+                                                      f"its partition")
+                m = eligible[int(options.candidate[j])]
+                noisy = gaussian_mechanism(np.array([options.captured[j]]), rho=rho_c, random_state=rng,
+                                           ledger=ledger, description=f"round {len(self.selected_) + 1}: captured "
+                                           f"contribution of {' x '.join(map(str, m))}")
                 contribution = max(0.0, float(noisy[0]))
-                seq, t, rho_m = stopping_point(cache, m, projected[m], eta, contribution, self.termination,
-                                               unexplained=True)
+                labels = options.labels(j, cache.get(m, proxies[m])[0])
+                rho_m = float(required_rho(options.sizes[j], options.errors[j], eta, contribution))
             else:
                 scores, chosen = paper_scores(cache, eligible, answers, contr, eta, self.termination)
                 m = eligible[exponential_mechanism(scores, epsilon=em_epsilon, sensitivity=em_sensitivity,
                                                    random_state=rng, ledger=ledger,
                                                    description=f"round {len(self.selected_) + 1}: select a marginal")]
                 seq, t, rho_m = chosen[m]
+                if not np.isfinite(rho_m):
+                    t = len(seq) - 1  # nothing feasible: the finest partition built gets what is left
+                labels = seq.labels(t)
                 contribution = None
 
             # §4.2 cap and spend-all rule (A5): never overshoot, never leave less than a selection's worth.
             available = rho_rem - rho_sel
+            if bounds is not None and np.isfinite(rho_m):
+                # A measurement gets at least the floor (less noise than its error target asks for; bounds the
+                # number of rounds and the model's growth) and at most the cap (no single marginal takes the rest).
+                rho_m = float(np.clip(rho_m, bounds[0], bounds[1]))
             last_round = self.max_rounds is not None and len(self.selected_) + 1 >= self.max_rounds
             skipped = False
-            if not np.isfinite(rho_m):
-                if strict and available > rho_sel and not last_round:
-                    skipped = True  # S6: no feasible partition for the released contribution; measure nothing
-                else:
-                    t = len(seq) - 1  # the finest partition built gets what is left
+            if not np.isfinite(rho_m) and strict and available > rho_sel and not last_round:
+                skipped = True  # S6: no feasible partition for the released contribution; measure nothing
             if not skipped and (not np.isfinite(rho_m) or rho_m > available or available - rho_m <= rho_sel
                                 or last_round):
                 rho_m, final = available, True
@@ -333,7 +374,6 @@ class PartitionSynthesizer(BaseSynthesizer):
                 continue
 
             # Lines 7-8: noisy group sums, Est (spec §10).
-            labels = seq.labels(t)
             n_groups = int(labels.max()) + 1
             sums = np.bincount(labels, weights=answers[m].ravel(), minlength=n_groups)
             noisy_sums = gaussian_mechanism(np.rint(sums).astype(np.int64), rho=rho_m, random_state=rng,
