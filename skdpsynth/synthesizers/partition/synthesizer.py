@@ -356,10 +356,14 @@ class PartitionSynthesizer(BaseSynthesizer):
                 rho_m = float(np.clip(rho_m, bounds[0], bounds[1]))
             last_round = self.max_rounds is not None and len(self.selected_) + 1 >= self.max_rounds
             skipped = False
-            if not np.isfinite(rho_m) and strict and available > rho_sel and not last_round:
+            # Skip only with room for a real round after it (2 ρ_sel: float rounding cannot leave a budget ≤ 0).
+            if not np.isfinite(rho_m) and strict and available > 2 * rho_sel and not last_round:
                 skipped = True  # S6: no feasible partition for the released contribution; measure nothing
-            if not skipped and (not np.isfinite(rho_m) or rho_m > available or available - rho_m <= rho_sel
-                                or last_round):
+            # The slack keeps float rounding from leaving a next round with a budget ≤ 0 (the round_budget floor
+            # makes exact ties likely).
+            slack = 1e-9 * rho
+            if not skipped and (not np.isfinite(rho_m) or rho_m > available
+                                or available - rho_m <= rho_sel + slack or last_round):
                 rho_m, final = available, True
 
             record = {"clique": m, "final": final}
