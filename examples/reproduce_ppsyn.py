@@ -16,8 +16,9 @@ Protocol (spec §14.4-§14.5, with the spec's [R] completions):
 * ``svm`` (``--svm``): PrivMRF's classifier (``make_pipeline(StandardScaler(), SVC(gamma='auto'))`` on the integer
   codes) trained on ``--svm-rows`` synthetic rows, misclassification on ≤ 5,000 held-out rows, averaged over
   targets (Adult: marital-status, race, sex, income>50K; NLTCS: 4 fixed columns);
-* methods: PPSyn strict (DP, ``privacy_mode="strict"``), PPSyn paper (``privacy_mode="paper"``: NOT DP, spec
-  §15.1 — shown for comparison only), and this package's AIM and MST on the same workload.
+* methods: PPSyn strict (DP, ``privacy_mode="strict"``), the ablation ``strict-whole`` (strict PPSyn measuring
+  whole marginals only, ``max_partition_steps=0``: what partitioning adds), PPSyn paper (``privacy_mode="paper"``:
+  NOT DP, spec §15.1 — shown for comparison only), and this package's AIM and MST on the same workload.
 
     python examples/reproduce_ppsyn.py --quick                       # Adult, eps 0.1 and 1, 1 run, strict + AIM
     python examples/reproduce_ppsyn.py --datasets adult --epsilons 0.1 0.5 --runs 5 --methods strict paper aim
@@ -45,8 +46,10 @@ from skdpsynth import AIMSynthesizer, MSTSynthesizer, PartitionSynthesizer, Priv
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 EPSILONS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 ETAS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-METHODS = ("strict", "paper", "aim", "mst")
-LABELS = {"strict": "PPSyn strict", "paper": "PPSyn paper (not DP)", "aim": "AIM", "mst": "MST"}
+METHODS = ("strict", "strict-whole", "paper", "aim", "mst")
+LABELS = {"strict": "PPSyn strict", "strict-whole": "PPSyn strict, no partitions", "paper": "PPSyn paper (not DP)",
+          "aim": "AIM", "mst": "MST"}
+PPSYN = ("strict", "strict-whole", "paper")
 DELTA, MAX_CELLS, N_RQ3, N_RQ5, BOXES, MAX_CELLS_5 = 1e-9, 10_000, 210, 37, 10, 1_000_000
 TEST_ROWS = 5000
 DATASETS = {
@@ -149,6 +152,8 @@ def misclassification(synth: pd.DataFrame, test: pd.DataFrame, target_cols, svm_
 
 def make_synthesizer(method: str, epsilon: float, eta: float, domain: dict, wl: list):
     common = dict(domain=domain, random_state=None)
+    if method == "strict-whole":   # ablation: strict PPSyn measuring whole marginals only
+        return PartitionSynthesizer(epsilon, DELTA, eta=eta, workload=wl, max_partition_steps=0, **common)
     if method in ("strict", "paper"):
         return PartitionSynthesizer(epsilon, DELTA, eta=eta, workload=wl, privacy_mode=method, **common)
     if method == "aim":
@@ -236,9 +241,9 @@ def main(argv=None) -> None:
     if args.quick:
         args.datasets, args.epsilons, args.runs, args.methods, args.svm = ["adult"], [0.1, 1.0], 1, ["strict", "aim"], False
     etas = ETAS if args.eta_sweep else (args.eta,)
-    jobs = [dict(dataset=d, epsilon=e, method=m, eta=(eta if m in ("strict", "paper") else args.eta), run=r)
+    jobs = [dict(dataset=d, epsilon=e, method=m, eta=(eta if m in PPSYN else args.eta), run=r)
             for d in args.datasets for e in args.epsilons for r in range(args.runs) for m in args.methods
-            for eta in (etas if m in ("strict", "paper") else (args.eta,))]
+            for eta in (etas if m in PPSYN else (args.eta,))]
     print(f"{len(jobs)} fits: {args.datasets} x eps {args.epsilons} x {args.runs} runs x {args.methods}"
           + (f" x eta {list(etas)}" if args.eta_sweep else ""), flush=True)
     start = time.perf_counter()

@@ -97,6 +97,31 @@ def test_belief_propagation_matches_brute_force(name):
     assert log_z == pytest.approx(m + np.log(np.exp(log_joint - m).sum()), abs=1e-10)
 
 
+@pytest.mark.parametrize("name", sorted(STRUCTURES))
+def test_out_of_clique_marginals_by_elimination_match_brute_force(name, monkeypatch):
+    """The fallback used when numpy's contraction order would loop over far too many index combinations."""
+    import skdpsynth.graphical.model as model_module
+
+    monkeypatch.setattr(model_module, "_largest_loop", lambda *args: np.inf)
+    rng = np.random.default_rng(3)
+    model = GraphicalModel(DOM, random_potentials(DOM, STRUCTURES[name], rng), total=1.0)
+    log_joint = joint_from_potentials(DOM, model.potentials)
+    joint = np.exp(log_joint - log_joint.max())
+    joint /= joint.sum()
+    for k in (2, 3):
+        for attrs in itertools.combinations(DOM.attrs, k):
+            np.testing.assert_allclose(model.project(attrs), brute_marginal(joint, DOM, attrs), rtol=0, atol=1e-10)
+
+
+def test_largest_loop_counts_the_widest_contraction():
+    from skdpsynth.graphical.model import _largest_loop
+
+    # Operands over {0,1}, {1,2}, {2,3}, output {0,3}; axis sizes 2, 3, 5, 7.
+    scopes, sizes = [{0, 1}, {1, 2}, {2, 3}], [2, 3, 5, 7]
+    assert _largest_loop(scopes, {0, 3}, [(0, 1), (0, 1)], sizes) == 2 * 5 * 7   # (01,12)->02, then (23,02)
+    assert _largest_loop(scopes, {0, 3}, [(0, 1, 2)], sizes) == 2 * 3 * 5 * 7      # everything in one loop
+
+
 def test_belief_propagation_is_stable_with_extreme_potentials():
     rng = np.random.default_rng(2)
     pots = random_potentials(DOM, STRUCTURES["cycle"], rng, scale=300.0)

@@ -187,13 +187,27 @@ def test_degenerate_inputs_t17():
     (dict(eta=0.0), "eta"), (dict(eta=1.5), "eta"), (dict(privacy_mode="loose"), "privacy_mode"),
     (dict(init_frac=0.6, select_frac=0.5), "init_frac \\+ select_frac"), (dict(contr_frac=1.0), "contr_frac"),
     (dict(em_sensitivity=2.0), "em_sensitivity"), (dict(measurement_form="exact"), "measurement_form"),
-    (dict(rounds=0), "rounds"), (dict(max_partition_steps=0), "max_partition_steps"), (dict(rho=-1.0), "rho"),
+    (dict(rounds=0), "rounds"), (dict(max_partition_steps=-1), "max_partition_steps"),
+    (dict(max_partition_steps=0, privacy_mode="paper"), "max_partition_steps"), (dict(rho=-1.0), "rho"),
     (dict(termination="last"), "termination"), (dict(split_rule="median"), "split_rule"),
+    (dict(max_model_size=0), "max_model_size"), (dict(max_model_size="big"), "max_model_size"),
 ])
 def test_invalid_parameters(bad, match):
     X, dom = correlated(200)
     with pytest.raises(ValueError, match=match):
         fast(domain=dom, **bad).fit(X)
+
+
+def test_no_partitions_ablation_measures_whole_marginals():
+    """max_partition_steps=0: every measurement is a whole marginal, and the ledger still sums to ρ."""
+    X, dom = correlated(2000)
+    syn = fast(epsilon=1.0, domain=dom, max_partition_steps=0).fit(X)
+    measured = [r for r in syn.selected_ if not r["skipped"]]
+    assert measured
+    for r in measured:
+        assert r["n_groups"] == int(np.prod([dom[a] for a in r["clique"]]))
+        np.testing.assert_array_equal(r["labels"], np.arange(r["n_groups"]))
+    assert syn.privacy_ledger_.total_rho() == pytest.approx(syn.rho_, rel=1e-12)
 
 
 # -- T18 utility sanity (small) -------------------------------------------------------------------------------------

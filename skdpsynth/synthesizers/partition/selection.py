@@ -165,7 +165,8 @@ def _step_grid(seq: PartitionSequence) -> np.ndarray:
 
 
 def strict_options(cache: SequenceCache, candidates: list[Clique], proxies: Mapping[Clique, np.ndarray],
-                   deviations: Mapping[Clique, np.ndarray], eta: float, *, uniform: bool) -> StrictOptions:
+                   deviations: Mapping[Clique, np.ndarray], eta: float, *, uniform: bool,
+                   partitions: bool = True) -> StrictOptions:
     """Strict PartSele's choices and utilities (spec §16 S1–S3, with the captured contribution).
 
     For every candidate ``w``, the public sequence of its proxy marginal is cut at ``k = 1, 2, 4, …`` groups,
@@ -174,11 +175,16 @@ def strict_options(cache: SequenceCache, candidates: list[Clique], proxies: Mapp
     ``max(η·G − r, 0) / k^{2/3}`` with ``G`` in place of ``Contr``.  ``r`` is the proxy's reconstruction error when
     cells are filled uniformly (``uniform``), and 0 when the group sums enter as linear queries (the model keeps
     its own shape inside a group).  ``G`` has sensitivity 1, so every utility has sensitivity ``≤ η``.
+    ``partitions=False`` offers single cells only (whole marginals: an ablation).
     """
     parts = []
     for i, w in enumerate(candidates):
-        seq, _ = cache.get(w, proxies[w])
         d = deviations[w]
+        if not partitions:
+            parts.append((np.array([i]), np.array([-1]), np.array([float(d.size)]), np.zeros(1),
+                          np.array([np.abs(d).sum()])))
+            continue
+        seq, _ = cache.get(w, proxies[w])
         steps = _step_grid(seq)
         sizes = seq.sizes[steps].astype(np.float64)
         errors = seq.errors[steps] if uniform else np.zeros(steps.size)
