@@ -186,9 +186,10 @@ def _ms(values, digits: int = 4) -> str:
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return "-"
+    fmt = f".{digits - 1}e" if 0 < np.abs(values).max() < 1e-2 else f".{digits}f"   # range-query MSEs are ~1e-4
     if values.size == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{values.mean():.{digits}f} ± {values.std(ddof=1):.{digits}f}"
+        return f"{values[0]:{fmt}}"
+    return f"{values.mean():{fmt}} ± {values.std(ddof=1):{fmt}}"
 
 
 def print_tables(frame: pd.DataFrame) -> None:
@@ -247,11 +248,15 @@ def main(argv=None) -> None:
     print(f"{len(jobs)} fits: {args.datasets} x eps {args.epsilons} x {args.runs} runs x {args.methods}"
           + (f" x eta {list(etas)}" if args.eta_sweep else ""), flush=True)
     start = time.perf_counter()
+    done = []
 
     def report(row):
         extra = " ".join(f"{k} {row[k]:.4g}" for k in ("werr", "rq3", "rq5", "svm") if k in row)
         print(f"  {row['dataset']} eps {row['epsilon']} {LABELS[row['method']]} eta {row['eta']} run {row['run']}: "
               f"{extra}, fit {row['fit_s']:.0f} s  [{time.perf_counter() - start:.0f} s]", flush=True)
+        done.append(row)
+        if args.out:   # after every fit: an interrupted grid keeps what it measured
+            args.out.write_text(json.dumps(done, indent=1))
         return row
 
     if args.n_jobs == 1:
@@ -262,8 +267,6 @@ def main(argv=None) -> None:
         module = __import__(Path(__file__).stem)
         rows = [report(r) for r in Parallel(n_jobs=args.n_jobs, return_as="generator_unordered")(
             delayed(module.run_job)(j, str(args.data_dir), args.seed, args.svm, args.svm_rows) for j in jobs)]
-    if args.out:
-        args.out.write_text(json.dumps(rows, indent=1))
     frame = pd.DataFrame(rows)
     print_tables(frame)
     check_claims(frame)

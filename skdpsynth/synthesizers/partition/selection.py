@@ -6,7 +6,8 @@
   on earlier releases);
 * :func:`paper_scores` — the paper's ``Contr_w / ρ_w`` (unbounded sensitivity: not DP, spec G3);
 * :func:`strict_options` — spec §16 S1-S3 as built here: (marginal, partition) pairs of the public sequences,
-  each scored ``max(η G − r, 0) / k^{2/3}`` with ``G`` the deviation its group sums capture (sensitivity ≤ η).
+  each scored by the gain ``G − r − k·c`` (sensitivity 1) or the spec's ``max(η G − r, 0) / k^{2/3}``
+  (sensitivity ≤ η), with ``G`` the deviation its group sums capture.
 
 The exponential mechanism, the noisy contribution and the partitioned measurement themselves are the package's
 mechanisms (:mod:`skdpsynth.privacy`), called by the synthesizer.
@@ -148,7 +149,7 @@ class StrictOptions:
     sizes: np.ndarray       # k = |P|
     errors: np.ndarray      # r: public reconstruction error charged to the partition (0 in aggregate form)
     captured: np.ndarray    # G_{w,t} (private)
-    utility: np.ndarray     # max(η G − r, 0) / k^{2/3}, each η-Lipschitz in G (sensitivity ≤ η)
+    utility: np.ndarray     # max(η G − r, 0) / k^{2/3} (sensitivity ≤ η), or the gain G − r − k·c (sensitivity 1)
 
     def labels(self, j: int, seq: PartitionSequence) -> np.ndarray:
         """Group of every cell (flat, C order) for option ``j`` whose candidate's sequence is ``seq``."""
@@ -166,7 +167,7 @@ def _step_grid(seq: PartitionSequence) -> np.ndarray:
 
 def strict_options(cache: SequenceCache, candidates: list[Clique], proxies: Mapping[Clique, np.ndarray],
                    deviations: Mapping[Clique, np.ndarray], eta: float, *, uniform: bool,
-                   partitions: bool = True) -> StrictOptions:
+                   partitions: bool = True, noise_per_group: float | None = None) -> StrictOptions:
     """Strict PartSele's choices and utilities (spec §16 S1–S3, with the captured contribution).
 
     For every candidate ``w``, the public sequence of its proxy marginal is cut at ``k = 1, 2, 4, …`` groups,
@@ -175,6 +176,10 @@ def strict_options(cache: SequenceCache, candidates: list[Clique], proxies: Mapp
     ``max(η·G − r, 0) / k^{2/3}`` with ``G`` in place of ``Contr``.  ``r`` is the proxy's reconstruction error when
     cells are filled uniformly (``uniform``), and 0 when the group sums enter as linear queries (the model keeps
     its own shape inside a group).  ``G`` has sensitivity 1, so every utility has sensitivity ``≤ η``.
+
+    With ``noise_per_group`` (the expected absolute noise ``σ√(2/π)`` of one group sum at the round's budget) the
+    utility is instead the *gain* ``G − r − k·noise_per_group``: the deviation the measurement can correct minus
+    the noise its ``k`` sums add — AIM's quality score, applied to partitions.  It has sensitivity 1.
     ``partitions=False`` offers single cells only (whole marginals: an ablation).
     """
     parts = []
@@ -197,5 +202,8 @@ def strict_options(cache: SequenceCache, candidates: list[Clique], proxies: Mapp
             captured = np.append(captured, np.abs(d).sum())
         parts.append((np.full(steps.size, i), steps, sizes, np.maximum(errors, 0.0), captured))
     cand, step, sizes, errors, captured = (np.concatenate(x) for x in zip(*parts))
-    utility = np.maximum(eta * captured - errors, 0.0) / sizes ** (2.0 / 3.0)
+    if noise_per_group is None:
+        utility = np.maximum(eta * captured - errors, 0.0) / sizes ** (2.0 / 3.0)
+    else:
+        utility = captured - errors - sizes * float(noise_per_group)
     return StrictOptions(cand, step, sizes, errors, captured, utility)
