@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import warnings
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -150,6 +152,49 @@ def test_strict_mode_partitions_model_marginals_only_t15(monkeypatch):
     for r in syn.selected_:
         assert set(r) == {"clique", "final", "contribution", "n_groups", "labels", "rho", "sigma", "skipped"}
         assert r["contribution"] >= 0
+
+
+def _arrays(obj, depth=0):
+    """Every numeric array (and scalar) reachable from a fitted attribute."""
+    if depth > 4:
+        return
+    if isinstance(obj, np.ndarray) and obj.dtype.kind in "fiu":
+        yield obj
+    elif isinstance(obj, (int, float, np.number)) and not isinstance(obj, bool):
+        yield np.array([obj], dtype=float)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _arrays(v, depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _arrays(v, depth + 1)
+    elif hasattr(obj, "__dataclass_fields__"):
+        for name in obj.__dataclass_fields__:
+            yield from _arrays(getattr(obj, name), depth + 1)
+
+
+def test_strict_fitted_attributes_hold_no_raw_counts_t17():
+    """No fitted attribute holds a true marginal, a true group sum of a measured partition or the record count."""
+    X, dom = correlated(2000)
+    syn = fast(epsilon=1.0, domain=dom).fit(X)
+    codes = X.to_numpy()
+    raw = [np.array([float(len(X))])]
+    for k in (1, 2, 3):
+        for clique in itertools.combinations(dom, k):
+            raw.append(marginal(codes, syn.domain_, clique).ravel().astype(float))
+    for r in syn.selected_:
+        if not r["skipped"]:
+            true = marginal(codes, syn.domain_, r["clique"]).ravel()
+            raw.append(np.bincount(r["labels"], weights=true, minlength=r["n_groups"]))
+    fitted = {name: value for name, value in vars(syn).items() if name.endswith("_") and name != "domain_"}
+    checked = 0
+    for name, value in fitted.items():
+        for array in _arrays(value):
+            for counts in raw:
+                if array.size == counts.size and array.size > 0:
+                    checked += 1
+                    assert not np.allclose(array.ravel(), counts, rtol=0, atol=1e-6), f"{name} holds raw counts"
+    assert checked > 0
 
 
 def test_paper_mode_reads_the_data_and_says_so(monkeypatch):
