@@ -26,10 +26,20 @@ With ``--target`` a stratified ``--test-size`` share of the records is held
 out of the fit and the report adds train-on-synthetic-test-on-real accuracy.
 The report compares against the real data, so it is *not* private: keep it
 with the data owner.
+
+A mistake in the input (a missing or unreadable file, an empty or malformed
+CSV, a schema that is not valid JSON or not a valid schema, a value the schema
+does not allow, an unwritable output) is reported in one line,
+``skdpsynth: error: ...``, with exit status 2, as argparse reports usage
+errors.  ``--debug`` (or the environment variable ``SKDPSYNTH_DEBUG=1``)
+shows the underlying exception with its traceback instead.  Any other
+exception is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 import time
 import warnings
@@ -43,6 +53,98 @@ from .preprocessing.table import private_metadata, schema_from_json
 from .privacy import ReproducibleNoiseWarning
 
 __all__ = ["main"]
+
+
+class _UserError(Exception):
+    """A mistake in the command's input (file, schema, data, option): one line on stderr, exit status 2."""
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _unreadable(exc: Exception, what: str, path) -> _UserError:
+    """The one-line message for a file ``open``/``read_csv`` could not read."""
+    where = f"{what} {str(path)!r}"
+    if isinstance(exc, FileNotFoundError):
+        text = f"{where} does not exist"
+    elif isinstance(exc, IsADirectoryError):
+        text = f"{where} is a directory, not a file"
+    elif isinstance(exc, UnicodeDecodeError):
+        text = f"{where} is not UTF-8 text ({exc.reason}); save it with the UTF-8 encoding"
+    else:  # PermissionError and the like
+        text = f"cannot read {where}: {getattr(exc, 'strerror', None) or _one_line(exc)}"
+    return _UserError(text)
+
+
+def _read_input(path) -> pd.DataFrame:
+    try:
+        real = pd.read_csv(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _unreadable(exc, "input file", path) from exc
+    except pd.errors.EmptyDataError as exc:
+        raise _UserError(f"input file {str(path)!r} is empty: give a CSV file with a header line and at least one "
+                         "record") from exc
+    except pd.errors.ParserError as exc:
+        detail = _one_line(exc).removeprefix("Error tokenizing data. C error: ")
+        raise _UserError(f"input file {str(path)!r} is not a valid CSV file: {detail}") from exc
+    if len(real) == 0:
+        raise _UserError(f"input file {str(path)!r} has a header line but no records")
+    return real
+
+
+def _read_schema(path) -> dict:
+    """The canonical schema of a JSON file; a UTF-8 byte order mark (as Windows editors write) is skipped."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _unreadable(exc, "schema file", path) from exc
+    where = f"schema file {str(path)!r}"
+    if not text.strip():
+        raise _UserError(f"{where} is empty; it must hold a JSON object {{column: spec}}")
+    try:
+        if text.lstrip()[:1] not in ("{", "["):  # schema_from_json would take any other text for a file name
+            json.loads(text)
+            raise ValueError("A JSON schema must be an object {column: spec}.")
+        return schema_from_json(text)
+    except json.JSONDecodeError as exc:
+        raise _UserError(f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+    except (ValueError, TypeError) as exc:
+        raise _UserError(f"{where}: {_one_line(exc)}") from exc
+
+
+def _check_data(real: pd.DataFrame, schema, args) -> None:
+    """The input's columns against the schema, before anything is fitted."""
+    if schema is None:
+        return
+    source = f"input file {args.input!r}"
+    absent = [c for c in schema if c not in set(real.columns)]
+    if absent:
+        raise _UserError(f"schema file {args.schema!r} names columns {absent} that are not in {source}, whose "
+                         f"columns are {list(real.columns)}")
+    for c, spec in schema.items():
+        if spec["type"] != "numeric" or pd.api.types.is_numeric_dtype(real[c].dtype):
+            continue
+        bad = real[c].notna() & pd.to_numeric(real[c], errors="coerce").isna()
+        if bad.any():
+            where = int(bad.to_numpy().argmax())
+            raise _UserError(f"column {c!r} of {source} is numeric in the schema but holds {real[c].iloc[where]!r} "
+                             f"(record {where + 1}); correct the value, or declare the column categorical")
+
+
+def _raised_in_preprocessing(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while a step of ``skdpsynth.preprocessing`` checked or fitted the data.
+
+    Those steps validate the input against the schema, so their ValueError / TypeError is a user error; the
+    synthesizers never call into them, so an error raised in a synthesizer is not mistaken for one."""
+    package = f"{__package__}.preprocessing"
+    tb = exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_globals.get("__name__", "")
+        if name == package or name.startswith(package + "."):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _synthesizers() -> dict:
@@ -132,12 +234,15 @@ def _split(real: pd.DataFrame, target: str | None, test_size: float, seed):
     if target is None:
         return real, None
     if target not in real.columns:
-        raise SystemExit(f"--target {target!r} is not a column of the input; columns: {list(real.columns)}")
+        raise _UserError(f"--target {target!r} is not a column of the input; columns: {list(real.columns)}")
     from sklearn.model_selection import train_test_split
 
     labels = real[target].astype("string").fillna("<NA>")
     stratify = labels if labels.value_counts().min() >= 2 else None
-    train, test = train_test_split(real, test_size=test_size, random_state=seed, stratify=stratify)
+    try:
+        train, test = train_test_split(real, test_size=test_size, random_state=seed, stratify=stratify)
+    except ValueError as exc:  # e.g. too few records to hold out --test-size of them
+        raise _UserError(f"--target {target!r} --test-size {test_size:g}: {_one_line(exc)}") from exc
     return train, test
 
 
@@ -164,7 +269,13 @@ def evaluate(pipe: SynthesisPipeline, real: pd.DataFrame, synthetic: pd.DataFram
     return out
 
 
-def _run(real: pd.DataFrame, schema, args, title: str) -> int:
+def _write_error(exc: OSError, option: str, path) -> _UserError:
+    return _UserError(f"cannot write {option} {str(path)!r}: {exc.strerror or _one_line(exc)}")
+
+
+def _run(real: pd.DataFrame, schema, args, title: str, source: str | None = None) -> int:
+    """Fit, sample, write.  ``source`` names the user's input in the messages of its data errors (None: the
+    bundled data, whose errors are bugs)."""
     start = time.perf_counter()
     verbose = 0 if args.quiet else 1
     train, test = _split(real, args.target, args.test_size, args.seed)
@@ -175,12 +286,21 @@ def _run(real: pd.DataFrame, schema, args, title: str) -> int:
                           seed=args.seed, verbose=verbose, parties=args.parties, view_size=args.view_size,
                           preprocessing_epsilon=args.preprocessing_epsilon,
                           discover_categories="categories" in getattr(args, "private_metadata", {}).values())
-    pipe.fit(train)
+    try:
+        pipe.fit(train)
+    except (ValueError, TypeError) as exc:
+        if source is None or not _raised_in_preprocessing(exc):
+            raise
+        detail = _one_line(exc).removeprefix("fit: ").removeprefix("transform: ")
+        raise _UserError(f"{source}: {detail}") from exc
     synthetic = pipe.sample(args.rows)
     seconds = time.perf_counter() - start
     out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    synthetic.to_csv(out, index=False)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        synthetic.to_csv(out, index=False)
+    except OSError as exc:
+        raise _write_error(exc, "-o", out) from exc
     ledger = pipe.privacy_ledger_
     pure = set(ledger.to_frame()["accounting"]) <= {"pure", "leak"}
     delta = None if pure else args.delta  # a pure ε-DP release is stated without δ
@@ -195,11 +315,14 @@ def _run(real: pd.DataFrame, schema, args, title: str) -> int:
         from .metrics.report import write_report
 
         scores = evaluate(pipe, real, synthetic, test, args.target)
-        written = write_report(
-            Path(args.report), real=real, synthetic=synthetic, real_codes=scores["real_codes"],
-            synthetic_codes=scores["synthetic_codes"], ledger=ledger, delta=delta, title=title,
-            tvd=scores["tvd"], tstr=scores["tstr"], seconds=seconds, plots=False if args.no_plots else "auto",
-            notes=notes)
+        try:
+            written = write_report(
+                Path(args.report), real=real, synthetic=synthetic, real_codes=scores["real_codes"],
+                synthetic_codes=scores["synthetic_codes"], ledger=ledger, delta=delta, title=title,
+                tvd=scores["tvd"], tstr=scores["tstr"], seconds=seconds, plots=False if args.no_plots else "auto",
+                notes=notes)
+        except OSError as exc:
+            raise _write_error(exc, "--report", args.report) from exc
         if not args.quiet:
             tvd = scores["tvd"]
             print("average TVD: " + ", ".join(f"{k}-way {v:.4f}" for k, v in tvd.items()))
@@ -208,48 +331,67 @@ def _run(real: pd.DataFrame, schema, args, title: str) -> int:
                 print(f"TSTR accuracy for {t['target']!r}: {t['synthetic']:.4f} (train on real: {t['real']:.4f}, "
                       f"majority class: {t['majority']:.4f})")
             images = written.get("images") or []
-            print(f"report: {written['html']}" + (f" (+ {len(images)} PNGs)" if images else
-                                                  " (tables only; pip install 'skdpsynth[report]' for plots)"))
+            if images:
+                plots = f" (+ {len(images)} PNGs)"
+            elif args.no_plots:
+                plots = " (tables only: --no-plots)"
+            else:
+                plots = " (tables only; pip install 'skdpsynth[report]' for plots)"
+            print(f"report: {written['html']}{plots}")
     return 0
 
 
-def _check_metadata(real: pd.DataFrame, schema, args) -> int | None:
-    """Refuse (2) to read metadata from the data unless it is paid for with DP or --infer-schema says so."""
-    needs = private_metadata(schema, real, n_bins=args.bins)
+def _check_metadata(real: pd.DataFrame, schema, args, source: str | None = None) -> None:
+    """Refuse (exit 2) to read metadata from the data unless it is paid for with DP or --infer-schema says so."""
+    try:
+        needs = private_metadata(schema, real, n_bins=args.bins)
+    except (ValueError, TypeError) as exc:  # the data does not fit the schema
+        if source is None:
+            raise
+        raise _UserError(f"{source}: {_one_line(exc)}") from exc
     args.private_metadata = needs
     if args.preprocessing_epsilon is not None:
         if not needs:
-            print("--preprocessing-epsilon: every column's metadata is public in --schema, so there is nothing to "
-                  "spend it on; drop it (the synthesizer then gets all of --epsilon).", file=sys.stderr)
-            return 2
+            raise _UserError("--preprocessing-epsilon: every column's metadata is public in --schema, so there is "
+                             "nothing to spend it on; drop it (the synthesizer then gets all of --epsilon).")
         if not args.preprocessing_epsilon < args.epsilon:
-            print(f"--preprocessing-epsilon {args.preprocessing_epsilon:g} must be smaller than --epsilon "
-                  f"{args.epsilon:g}: it is the part of the budget spent on metadata.", file=sys.stderr)
-            return 2
-        return None
+            raise _UserError(f"--preprocessing-epsilon {args.preprocessing_epsilon:g} must be smaller than --epsilon "
+                             f"{args.epsilon:g}: it is the part of the budget spent on metadata.")
+        return
     if needs and not args.infer_schema:
         listed = "; ".join(f"{c!r} ({what})" for c, what in needs.items())
-        print(
+        raise _UserError(
             f"No public metadata for columns {list(needs)}: {listed} would be read from the private data, which "
             "differential privacy does not cover. Give them in --schema (bounds or edges for numeric columns, "
             "categories for the others), pay for them with --preprocessing-epsilon E (released with DP from E of "
-            "--epsilon), or pass --infer-schema to proceed anyway: the output is then NOT differentially private.",
-            file=sys.stderr,
-        )
-        return 2
-    return None
+            "--epsilon), or pass --infer-schema to proceed anyway: the output is then NOT differentially private.")
+
+
+def _check_outputs(*options) -> None:
+    """Refuse output paths that are folders before any budget is spent on a result that could not be written."""
+    for option, path in options:
+        if path is None:
+            continue
+        if Path(path).is_dir():
+            raise _UserError(f"{option} {str(path)!r} is a directory; give a file name")
+        parent = Path(path).parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if parent.exists() and not parent.is_dir():
+            raise _UserError(f"{option} {str(path)!r}: {str(parent)!r} is a file, not a folder")
 
 
 def _synthesize(args) -> int:
-    real = pd.read_csv(args.input)
-    schema = schema_from_json(Path(args.schema).read_text()) if args.schema else None
-    refused = _check_metadata(real, schema, args)
-    if refused is not None:
-        return refused
+    _check_outputs(("-o", args.output), ("--report", args.report))
+    real = _read_input(args.input)
+    schema = _read_schema(args.schema) if args.schema else None
+    _check_data(real, schema, args)
+    source = f"input file {args.input!r}"
+    _check_metadata(real, schema, args, source)
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         warnings.simplefilter("ignore", ReproducibleNoiseWarning)  # the command says it in its own words
-        return _run(real, schema, args, f"skdpsynth: {Path(args.input).name}")
+        return _run(real, schema, args, f"skdpsynth: {Path(args.input).name}", source)
 
 
 def _demo(args) -> int:
@@ -257,7 +399,10 @@ def _demo(args) -> int:
 
     adult = load_adult()
     folder = Path(args.out)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _UserError(f"cannot create the folder --out {args.out!r}: {exc.strerror or _one_line(exc)}") from exc
     args.output = str(folder / "synthetic.csv")
     args.report = str(folder / "report.html")
     if args.rows is None:
@@ -265,9 +410,7 @@ def _demo(args) -> int:
         args.rows = len(adult.frame)
     if args.target is None and not args.no_target:
         args.target = adult.target_name
-    refused = _check_metadata(adult.frame, adult.schema, args)
-    if refused is not None:
-        return refused
+    _check_metadata(adult.frame, adult.schema, args)
     if not args.quiet:
         print(f"Adult (bundled, {len(adult.frame):,} records x {adult.frame.shape[1]} columns), public schema, "
               f"{args.method.upper()} at epsilon={args.epsilon}"
@@ -325,6 +468,9 @@ def main(argv=None) -> int:
                        help="seed the noise (reproducible runs only: the noise can be regenerated from the seed, "
                             "so never publish it with the output)")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary output")
+        p.add_argument("--debug", action="store_true",
+                       help="on an input error, show the exception with its traceback instead of one line "
+                            "(also: environment variable SKDPSYNTH_DEBUG=1)")
 
     syn = sub.add_parser("synthesize", help="synthesize a CSV file")
     syn.add_argument("input")
@@ -350,7 +496,14 @@ def main(argv=None) -> int:
         ap.error(f"--view-size applies to --method view / view+ only, not {args.method!r}")
     if args.view_size is None:
         args.view_size = 5
-    return _synthesize(args) if args.command == "synthesize" else _demo(args)
+    debug = args.debug or os.environ.get("SKDPSYNTH_DEBUG", "").strip() not in ("", "0")
+    try:
+        return _synthesize(args) if args.command == "synthesize" else _demo(args)
+    except _UserError as exc:
+        if debug and exc.__cause__ is not None:
+            raise exc.__cause__ from None  # the original exception, with its traceback
+        print(f"{ap.prog}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

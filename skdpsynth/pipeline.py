@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from copy import deepcopy
 
@@ -19,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from .domain import Domain
 from .privacy import warn_privacy_leak
 from .privacy.metadata import is_public
+from .utils import check_random_state
 
 try:  # public since scikit-learn 1.6
     from sklearn.utils import get_tags
@@ -366,9 +368,12 @@ class SynthesisPipeline(BaseEstimator):
     ``privacy_ledger_`` is the union of the steps' ledgers — nothing is
     subtracted or added behind your back.  To spend a total ε = 1 with 0.1 on
     DP bounds and categories, give the preprocessing step ``epsilon=0.1`` and the
-    synthesizer ``epsilon=0.9``; ``privacy_ledger_.epsilon(delta)`` states the
-    composed guarantee (pure-ε steps enter zCDP as ε²/2, which for mixed
-    pipelines is tighter than adding the ε's).  Every fit spends the budget
+    synthesizer ``epsilon=0.9``.  The steps' δ's add up too: with
+    ``delta=1e-9`` for each the pipeline is (≈1, 2e-9)-DP.  The ledger knows
+    that total (``privacy_ledger_.delta``); ``privacy_ledger_.epsilon()``
+    states the composed ε at it, ``privacy_ledger_.guarantee()`` says how it
+    was composed (pure-ε steps enter zCDP as ε²/2 when that is tighter than
+    adding the ε's), and the repr shows it.  Every fit spends the budget
     again, as for any synthesizer (grid search multiplies the cost).
 
     Parameters
@@ -459,15 +464,7 @@ class SynthesisPipeline(BaseEstimator):
 
         self._validate_steps()
         self.n_features_in_ = np.shape(X)[1]  # the columns of X; a target given as y is not a feature
-        if y is not None:  # the target goes through preprocessing like any column
-            frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)).rename(columns=lambda j: f"x{j}")
-            name = getattr(y, "name", None)
-            name = "target" if name is None else name
-            if name in frame.columns:
-                raise ValueError(f"y is named {name!r} but X already has such a column.")
-            target = y.copy() if isinstance(y, pd.Series) else pd.Series(np.asarray(y))
-            target.name, target.index = name, frame.index
-            X = pd.concat([frame, target.to_frame()], axis=1)
+        X = _with_target(X, y)  # the target goes through preprocessing like any column
         fitted, ledger, Xt = [], PrivacyLedger(), X
         for name, step in self.steps[:-1]:
             step = clone(step)
@@ -494,13 +491,98 @@ class SynthesisPipeline(BaseEstimator):
         self.n_records_ = getattr(synth, "n_records_", None)
         return self
 
-    def sample(self, n_samples=None, random_state=None) -> pd.DataFrame:
-        """Sample from the synthesizer and map the records back to the original schema."""
+    def sample(self, n_samples=None, random_state=None, *, inverse_transform: bool = True) -> pd.DataFrame:
+        """Sample from the synthesizer and map the records back to the original schema.
+
+        Parameters
+        ----------
+        n_samples : int, optional
+            Number of records; by default the synthesizer's noisy record count.
+        random_state : None, int or numpy.random.Generator
+            Seed of this draw, the synthesizer's sampling *and* the random
+            parts of the inverse transforms (values drawn within a bin): the
+            same ``random_state`` gives the same records.  ``None`` continues
+            the fitted streams, so repeated calls differ.
+        inverse_transform : bool, default=True
+            ``False`` returns the synthesizer's records as they are, in the
+            space the preprocessing steps define (bins, category codes): what
+            :meth:`transform` makes of real data.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
         check_is_fitted(self, "steps_")
-        data = self.steps_[-1][1].sample(n_samples, random_state=random_state)
+        rng = None if random_state is None else check_random_state(random_state)
+        data = self.steps_[-1][1].sample(n_samples, random_state=rng)
+        if not inverse_transform:
+            return data
         for _, step in reversed(self.steps_[:-1]):
-            data = step.inverse_transform(data)
+            if rng is not None and _accepts_random_state(step.inverse_transform):
+                data = step.inverse_transform(data, random_state=rng)
+            else:
+                data = step.inverse_transform(data)
         return data
+
+    def transform(self, X, y=None) -> pd.DataFrame:
+        """Real records through the fitted preprocessing steps: the space the synthesizer was fitted in.
+
+        ``y``, if given, is appended as the last column, as in :meth:`fit`.
+        Use it to compare real and synthetic data where the synthesizer sees
+        them, e.g. ``marginal_tvd(pipe.transform(X_test), pipe.sample(inverse_transform=False))``.
+        """
+        check_is_fitted(self, "steps_")
+        Xt = _with_target(X, y)
+        for _, step in self.steps_[:-1]:
+            Xt = step.transform(Xt)
+        return Xt
+
+    def score(self, X, y=None) -> float:
+        """Negative mean 2-way TVD between a synthetic sample and real ``X``, in the steps' space.
+
+        ``X`` (and ``y``, appended as in :meth:`fit`) goes through the fitted
+        preprocessing steps and is compared with as many synthetic records,
+        drawn with ``random_state=0``, before their inverse transform: the
+        bins and categories the synthesizer models, not raw continuous values
+        (two halves of real data would differ in almost every raw value).
+        This is the default score of ``GridSearchCV(pipe, grid)``; 0 is a
+        perfect match.  It reads the real ``X`` in the clear: evaluation,
+        outside the privacy guarantee.
+
+        Scores of candidates with different binnings (a search over
+        ``<step>__n_bins``) are each measured in their own bins, and coarser
+        bins are easier to match: such a search favours fewer bins.  Compare
+        binnings with a downstream score instead (``tstr_scorer``, which
+        works in the original schema).
+        """
+        from .metrics.scorers import marginal_scorer
+
+        return marginal_scorer(ways=2)(self, X, y)
+
+
+def _with_target(X, y):
+    """``X`` with ``y`` appended as its last column (named ``y.name``, else ``"target"``), as ``fit`` does it."""
+    if y is None:
+        return X
+    frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)).rename(columns=lambda j: f"x{j}")
+    name = getattr(y, "name", None)
+    name = "target" if name is None else name
+    if name in frame.columns:
+        raise ValueError(f"y is named {name!r} but X already has such a column.")
+    target = y.copy() if isinstance(y, pd.Series) else pd.Series(np.asarray(y))
+    if len(target) != len(frame):
+        raise ValueError(f"X has {len(frame)} rows but y has {len(target)}.")
+    target.name, target.index = name, frame.index
+    return pd.concat([frame, target.to_frame()], axis=1)
+
+
+def _accepts_random_state(method) -> bool:
+    """Whether an ``inverse_transform`` takes ``random_state`` (the DP steps do; a plain sklearn one need not)."""
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return False
+    return "random_state" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 def _is_stateless(step) -> bool:

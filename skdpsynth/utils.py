@@ -1,11 +1,12 @@
-"""Small shared utilities: random-state handling."""
+"""Small shared utilities: random-state handling, memory checks."""
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 
-__all__ = ["check_random_state"]
+__all__ = ["check_random_state", "available_memory", "check_memory", "format_bytes"]
 
 
 def check_random_state(seed=None) -> np.random.Generator:
@@ -51,3 +52,62 @@ def check_random_state(seed=None) -> np.random.Generator:
         f"{seed!r} cannot be used to seed a numpy.random.Generator; pass None, an int, "
         "a SeedSequence, a Generator or a RandomState."
     )
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation, or ``None`` when the platform does not say.
+
+    Linux's ``MemAvailable`` (what can be allocated without swapping), else
+    the free physical pages.
+    """
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes as a short human-readable size (``"74.5 GiB"``)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} PiB"  # pragma: no cover
+
+
+def check_memory(required: float, what: str, advice: str) -> None:
+    """Refuse, before any work, a step that needs more memory than is available.
+
+    Parameters
+    ----------
+    required : float
+        Estimated bytes the step will hold at once.
+    what : str
+        What needs them, for the message (e.g. ``"the 2-way marginal of ('a', 'b')"``).
+    advice : str
+        What the user can change.
+
+    Raises
+    ------
+    MemoryError
+        With both numbers, ``what`` and ``advice``, when ``required`` exceeds
+        :func:`available_memory` (no check when that is unknown).
+
+    Examples
+    --------
+    >>> from skdpsynth.utils import check_memory
+    >>> check_memory(1024, "a small table", "nothing")  # fits: returns None
+    """
+    available = available_memory()
+    if available is not None and required > available:
+        raise MemoryError(
+            f"{what} needs about {format_bytes(required)} of memory, but {format_bytes(available)} is available. "
+            f"{advice}"
+        )

@@ -1,5 +1,8 @@
 """The skdpsynth command, end to end on small tables."""
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -72,10 +75,10 @@ def test_demo_writes_adult_in_its_original_schema(tmp_path):
 
 def _has_matplotlib() -> bool:
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib
     except ImportError:
         return False
-    return True
+    return matplotlib is not None
 
 
 def test_target_holds_out_records_and_reports_tstr(table, tmp_path, capsys):
@@ -93,11 +96,11 @@ def test_target_holds_out_records_and_reports_tstr(table, tmp_path, capsys):
     assert tstr > 0.5
 
 
-def test_target_must_be_a_column(table, tmp_path):
+def test_target_must_be_a_column(table, tmp_path, capsys):
     _, path, schema_path = table
-    with pytest.raises(SystemExit, match="not a column"):
-        main(["synthesize", str(path), "--schema", str(schema_path), "--target", "nope", "-q",
-              "-o", str(tmp_path / "s.csv")])
+    code = main(["synthesize", str(path), "--schema", str(schema_path), "--target", "nope", "-q",
+                 "-o", str(tmp_path / "s.csv")])
+    _one_line_error(code, capsys, "--target 'nope'", "not a column")
 
 
 @pytest.mark.parametrize("args", [["--epsilon", "0"], ["--epsilon", "-1"], ["--delta", "1"], ["--rows", "-5"],
@@ -150,3 +153,207 @@ def test_party_counts_match_the_method(table, args, message, capsys):
     with pytest.raises(SystemExit) as info:
         main(["synthesize", str(path), "--schema", str(schema_path), "-q", *args])
     assert info.value.code == 2 and message in capsys.readouterr().err
+
+
+
+# -- user errors: one line on stderr, exit status 2, no traceback ------------------------------------------------
+def _one_line_error(code, capsys, *mentions) -> str:
+    """The run failed with exit status 2 and one ``skdpsynth: error:`` line naming ``mentions``."""
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "Traceback" not in captured.err
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("skdpsynth: error: "), captured.err
+    for text in mentions:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture(autouse=True)
+def _no_debug_from_the_environment(monkeypatch):
+    monkeypatch.delenv("SKDPSYNTH_DEBUG", raising=False)
+
+
+def _synthesize(path, schema_path, tmp_path, *extra):
+    schema = [] if schema_path is None else ["--schema", str(schema_path)]
+    return main(["synthesize", str(path), *schema, "-o", str(tmp_path / "out.csv"), "-q", "--seed", "0",
+                 "--bins", "6", *extra])
+
+
+@pytest.mark.parametrize("which", ["input", "schema"])
+@pytest.mark.parametrize("kind, message", [("missing", "does not exist"), ("directory", "is a directory")])
+def test_unreadable_input_or_schema_file_is_one_line(table, tmp_path, capsys, which, kind, message):
+    _, path, schema_path = table
+    bad = tmp_path / "nope" if kind == "missing" else tmp_path / "folder"
+    if kind == "directory":
+        bad.mkdir()
+    code = _synthesize(bad, schema_path, tmp_path) if which == "input" else _synthesize(path, bad, tmp_path)
+    line = _one_line_error(code, capsys, str(bad), message)
+    assert ("input file" if which == "input" else "schema file") in line
+    assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("content, message", [("", "is empty"), ("color,age\n", "no records"),
+                                              ("color,age\nred,20\nblue,30,7,8\n", "line 3"),
+                                              ("color,age\nr\xe9d,20\n".encode("latin-1"), "UTF-8")],
+                         ids=["empty", "header-only", "ragged", "latin-1"])
+def test_unusable_csv_is_one_line(table, tmp_path, capsys, content, message):
+    _, _, schema_path = table
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(content if isinstance(content, bytes) else content.encode())
+    _one_line_error(_synthesize(bad, schema_path, tmp_path), capsys, str(bad), message)
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"color": ["red", "green",}', "not valid JSON: Expecting value at line 1 column 27"),
+    ("", "is empty"), ("   \n", "is empty"), ("color: [red, green]", "not valid JSON"),
+    ('"color"', "must be an object"), ('["color", "age"]', "must be an object"),
+    ('{"color": {"type": "colour"}}', "unknown type 'colour'"),
+    ('{"age": {"type": "numeric", "bounds": [90, 17]}}', "schema['age']['bounds']"),
+    ('{"age": "numeric", "age": "categorical"}', "duplicate keys"),
+], ids=["broken", "empty", "blank", "yaml", "string", "list", "bad-type", "bad-bounds", "duplicate"])
+def test_bad_schema_json_is_one_line(table, tmp_path, capsys, content, message):
+    _, path, _ = table
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    _one_line_error(_synthesize(path, bad, tmp_path), capsys, f"schema file {str(bad)!r}", message)
+
+
+def test_schema_file_with_a_utf8_bom_is_read(table, tmp_path):
+    """Windows editors save UTF-8 with a byte order mark: the schema is read as if it had none."""
+    _, path, schema_path = table
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + schema_path.read_bytes())
+    assert _synthesize(path, bom, tmp_path, "--rows", "100") == 0
+    synthetic = pd.read_csv(tmp_path / "out.csv")
+    assert len(synthetic) == 100 and synthetic["age"].between(17, 90).all()
+
+
+def test_schema_column_missing_from_the_input_is_one_line(table, tmp_path, capsys):
+    _, path, _ = table
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"color": ["red", "green", "blue"], "age": {"type": "numeric", "bounds": [17, 90]},
+                                  "income": ["<=50K", ">50K"]}))
+    _one_line_error(_synthesize(path, schema, tmp_path), capsys, "['income']", str(schema), str(path))
+
+
+def _with_bad_value(frame, tmp_path, column, value):
+    frame = frame.astype({column: object})
+    frame.loc[3, column] = value
+    path = tmp_path / "bad.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_string_in_a_numeric_column_is_one_line(table, tmp_path, capsys):
+    frame, _, schema_path = table
+    bad = _with_bad_value(frame, tmp_path, "age", "abc")
+    _one_line_error(_synthesize(bad, schema_path, tmp_path), capsys, str(bad), "'age'", "'abc'", "record 4",
+                    "categorical")
+
+
+def test_missing_value_in_a_numeric_column_is_one_line(table, tmp_path, capsys):
+    """A ValueError of TableDiscretizer.fit (during the pipeline's fit) naming the column."""
+    frame, _, schema_path = table
+    bad = _with_bad_value(frame, tmp_path, "age", None)
+    _one_line_error(_synthesize(bad, schema_path, tmp_path), capsys, str(bad), "'age'", "missing values")
+
+
+def test_value_outside_public_categories_is_one_line(table, tmp_path, capsys):
+    frame, _, schema_path = table
+    bad = _with_bad_value(frame, tmp_path, "color", "purple")
+    _one_line_error(_synthesize(bad, schema_path, tmp_path), capsys, str(bad), "'color'", "outside its categories")
+
+
+def _discretizer_rejects_inf() -> bool:
+    from skdpsynth.preprocessing import TableDiscretizer
+
+    try:
+        TableDiscretizer({"x": {"type": "numeric", "bounds": [0, 1]}}).fit(pd.DataFrame({"x": [0.5, np.inf]}))
+    except ValueError:
+        return True
+    return False
+
+
+def test_infinity_in_a_numeric_column_is_one_line(table, tmp_path, capsys):
+    if not _discretizer_rejects_inf():
+        pytest.skip("TableDiscretizer does not reject inf yet (issue 14)")
+    frame, _, schema_path = table
+    bad = _with_bad_value(frame, tmp_path, "age", float("inf"))
+    _one_line_error(_synthesize(bad, schema_path, tmp_path), capsys, "'age'")
+
+
+@pytest.mark.parametrize("option", ["-o", "--report"])
+@pytest.mark.parametrize("kind, message", [("directory", "is a directory"), ("under-a-file", "is a file")])
+def test_unwritable_output_is_refused_before_fitting(table, tmp_path, capsys, monkeypatch, option, kind, message):
+    from skdpsynth import cli
+
+    monkeypatch.setattr(cli, "build_pipeline", None)  # nothing may be fitted
+    _, path, schema_path = table
+    target = tmp_path / "folder"
+    if kind == "directory":
+        target.mkdir()
+    else:
+        target.write_text("a file")
+        target = target / "out.csv"
+    argv = ["synthesize", str(path), "--schema", str(schema_path), "-q", "-o", str(tmp_path / "s.csv"),
+            option, str(target)]
+    _one_line_error(main(argv), capsys, option, str(target), message)
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_debug_shows_the_traceback(table, tmp_path, monkeypatch, how):
+    _, _, schema_path = table
+    extra = ["--debug"] if how == "flag" else []
+    if how == "environment":
+        monkeypatch.setenv("SKDPSYNTH_DEBUG", "1")
+    with pytest.raises(FileNotFoundError):
+        _synthesize(tmp_path / "nope.csv", schema_path, tmp_path, *extra)
+
+
+def test_internal_errors_are_not_disguised_as_user_errors(table, tmp_path, monkeypatch):
+    """A ValueError from outside the input checks (here: the synthesizer) is a bug: it keeps its traceback."""
+    from skdpsynth import MSTSynthesizer, cli
+
+    class Broken(MSTSynthesizer):
+        def fit(self, X, y=None):
+            raise ValueError("internal bug")
+
+    monkeypatch.setattr(cli, "_synthesizers", lambda: {"mst": Broken})
+    _, path, schema_path = table
+    with pytest.raises(ValueError, match="internal bug"):
+        _synthesize(path, schema_path, tmp_path)
+
+
+def test_the_command_exits_2_without_a_traceback(tmp_path):
+    missing = tmp_path / "missing.csv"
+    env = {k: v for k, v in os.environ.items() if k != "SKDPSYNTH_DEBUG"}
+    done = subprocess.run([sys.executable, "-m", "skdpsynth", "synthesize", str(missing), "-q"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [f"skdpsynth: error: input file {str(missing)!r} does not exist"]
+
+
+@pytest.mark.parametrize("matplotlib_installed", [True, False])
+def test_no_plots_does_not_claim_matplotlib_is_missing(table, tmp_path, capsys, monkeypatch, matplotlib_installed):
+    if not matplotlib_installed:
+        monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    elif not _has_matplotlib():
+        pytest.skip("matplotlib is not installed")
+    _, path, schema_path = table
+    report = tmp_path / "report.html"
+    assert main(["synthesize", str(path), "--schema", str(schema_path), "-o", str(tmp_path / "s.csv"), "--seed", "0",
+                 "--bins", "6", "--rows", "100", "--report", str(report), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    assert "tables only: --no-plots" in printed and "pip install" not in printed
+    assert "matplotlib" not in report.read_text()
+
+
+def test_missing_matplotlib_is_still_reported_without_no_plots(table, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    _, path, schema_path = table
+    report = tmp_path / "report.html"
+    assert main(["synthesize", str(path), "--schema", str(schema_path), "-o", str(tmp_path / "s.csv"), "--seed", "0",
+                 "--bins", "6", "--rows", "100", "--report", str(report)]) == 0
+    assert "pip install 'skdpsynth[report]' for plots" in capsys.readouterr().out
+    assert "matplotlib is not installed" in report.read_text()

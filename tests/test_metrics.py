@@ -343,7 +343,10 @@ def test_marginal_scorer_value():
     assert marginal_scorer(ways=(1, 2))(synth, test) == pytest.approx(-np.mean(list(tvd.values())), abs=1e-15)
     small = marginal_tvd(test, synth.sample(50, random_state=3), ways=2, domain=SIZES)
     assert marginal_scorer(ways=2, domain=SIZES, n_samples=50, random_state=3)(synth, test) == -small
-    assert marginal_scorer(ways=2)(FakeSynth().fit(test), test, test["y"]) <= 0  # y accepted, ignored
+    assert marginal_scorer(ways=2)(FakeSynth().fit(test), test, test["y"]) <= 0  # X already holds y: ignored
+    # A search fitted with (X, y): y is appended to X, as fit(X, y) does.
+    features, target = test.drop(columns="y"), test["y"]
+    assert marginal_scorer(ways=2)(synth, features, target) == marginal_scorer(ways=2)(synth, test)
     scorer = pickle.loads(pickle.dumps(marginal_scorer(ways=2)))
     assert scorer(synth, test) == marginal_scorer(ways=2)(synth, test)
     for ways in (0, (), (1, 0), 1.5):

@@ -138,5 +138,6 @@ def test_workload_forms_and_weights():
     weights = compile_workload([(("a", "b"), 1.0), (("b", "c"), 2.0)], dom)
     # w_r = sum_s c_s |r ∩ s|
     assert weights[("b",)] == 3.0 and weights[("a", "b")] == 2.0 + 2.0 and weights[("c",)] == 2.0
-    with pytest.raises(ValueError, match="empty"):
+    assert weights[("d",)] == 0.0  # every attribute is a candidate (measured 1-way), weight 0 outside the workload
+    with pytest.raises(ValueError, match=r"No clique of the workload has at most max_cells=100 cells \(the smallest has 400\)"):
         _resolve_workload([("a", "d")], dom, 100)

@@ -52,11 +52,11 @@ def test_public_bounds_exact_edges_no_ledger_no_warning(ages):
 
 
 def test_clipping_and_closed_last_bin():
-    X = pd.DataFrame({"x": [-5.0, 0.0, 2.5, 4.999, 5.0, 10.0, 7.5, 1e9, -np.inf, np.inf]})
+    X = pd.DataFrame({"x": [-5.0, 0.0, 2.5, 4.999, 5.0, 10.0, 7.5, 1e9, -1e300]})
     disc = DPKBinsDiscretizer(n_bins=4, bounds=(0, 10), output="code").fit(X)
     codes = disc.transform(X)["x"].tolist()
-    # bins [0,2.5) [2.5,5) [5,7.5) [7.5,10]; out-of-range and ±inf go to the end bins
-    assert codes == [0, 0, 1, 1, 2, 3, 3, 3, 0, 3]
+    # bins [0,2.5) [2.5,5) [5,7.5) [7.5,10]; finite out-of-range values go to the end bins
+    assert codes == [0, 0, 1, 1, 2, 3, 3, 3, 0]
     assert list(disc.transform(X)["x"].cat.categories) == [0, 1, 2, 3]
 
 
@@ -304,10 +304,37 @@ def test_transform_reorders_columns_by_name(ages):
 
 
 # -- hostile inputs ------------------------------------------------------------
-@pytest.mark.parametrize("X", [pd.DataFrame(), pd.DataFrame({"a": np.array([], dtype=float)})])
-def test_empty_input(X):
-    with pytest.raises(ValueError, match="at least one row and one column"):
+@pytest.mark.parametrize("X", [pd.DataFrame(), pd.DataFrame(index=range(3)), np.empty((4, 0))])
+def test_no_columns(X):
+    with pytest.raises(ValueError, match=r"at least one column: got 0 feature\(s\)"):
         DPKBinsDiscretizer(bounds=(0, 1)).fit(X)
+
+
+def test_zero_rows_with_public_metadata_or_dp_quantiles():
+    """0 rows: whatever can be computed without the data (or by a DP mechanism) is, as for the synthesizers."""
+    empty = pd.DataFrame({"age": np.array([], dtype=np.int64), "x": np.array([], dtype=float)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        disc = DPKBinsDiscretizer(n_bins={"age": 3}, bounds={"age": (0, 90)}, edges={"x": [0, 1, 2]},
+                                  output="code").fit(empty)
+    assert disc.bin_edges_["age"].tolist() == [0.0, 30.0, 60.0, 90.0] and len(disc.privacy_ledger_) == 0
+    out = disc.transform(empty)
+    assert out.shape == (0, 2) and list(out["age"].cat.categories) == [0, 1, 2]
+    back = disc.inverse_transform(out)
+    assert back.shape == (0, 2) and back.dtypes.tolist() == [np.int64, np.float64]
+    # DP quantiles run their mechanism on no data: valid, strictly increasing edges within the bounds.
+    quant = DPKBinsDiscretizer(n_bins=4, strategy="quantile", bounds=(0, 90), epsilon=1.0, random_state=0)
+    edges = quant.fit(empty[["age"]]).bin_edges_["age"]
+    assert edges[0] == 0 and edges[-1] == 90 and np.all(np.diff(edges) > 0)
+    assert quant.privacy_ledger_.total_epsilon() == pytest.approx(1.0)
+    # DP bounds run too, and find nothing above the threshold: the usual error, asking for public bounds.
+    with pytest.raises(ValueError, match="Could not estimate bounds for column 'age'.*bounds="):
+        DPKBinsDiscretizer(epsilon=1.0, random_state=0).fit(empty[["age"]])
+    # Bounds or quantiles read from the data (no DP) cannot be read from nothing.
+    with pytest.warns(PrivacyLeakWarning), pytest.raises(ValueError, match="no values.*give public bounds"):
+        DPKBinsDiscretizer().fit(empty[["age"]])
+    with pytest.warns(PrivacyLeakWarning), pytest.raises(ValueError, match="no values.*quantile.*epsilon"):
+        DPKBinsDiscretizer(strategy="quantile", bounds=(0, 90)).fit(empty[["age"]])
 
 
 def test_nan_raises_at_fit_and_transform():
@@ -330,14 +357,21 @@ def test_single_distinct_value_widened():
     assert disc.inverse_transform(disc.transform(X), method="midpoint")["a"].tolist() == [7, 7, 7]
 
 
-def test_infinite_values_at_fit():
-    X = pd.DataFrame({"a": [1.0, 5.0, np.inf, -np.inf]})
-    with pytest.warns(PrivacyLeakWarning):
-        disc = DPKBinsDiscretizer(n_bins=2, output="code").fit(X)
-    assert disc.bounds_["a"] == (1.0, 5.0)  # ±inf left out of the range, clipped at transform
-    assert disc.transform(X)["a"].tolist() == [0, 1, 1, 0]
-    with pytest.warns(PrivacyLeakWarning), pytest.raises(ValueError, match="no finite values"):
-        DPKBinsDiscretizer().fit(pd.DataFrame({"a": [np.inf, -np.inf]}))
+@pytest.mark.parametrize("bad", [np.inf, -np.inf])
+def test_infinite_values_raise_naming_the_column(bad):
+    """±inf is never a measurement: an error naming the column, in fit and transform, not a silent end bin."""
+    X = pd.DataFrame({"ok": [1.0, 2.0, 3.0], "a": [1.0, 5.0, bad]})
+    for kwargs in ({"bounds": (0, 10)}, {"epsilon": 1.0, "random_state": 0}, {"edges": {"a": [0, 5, 10]},
+                                                                            "bounds": {"ok": (0, 4)}}):
+        with pytest.raises(ValueError, match="Column 'a' has infinite values"):
+            DPKBinsDiscretizer(n_bins=2, **kwargs).fit(X)
+    with pytest.raises(ValueError, match="Column 'a' has infinite values"):
+        DPKBinsDiscretizer(n_bins=2).fit(X)  # rejected before anything is read from the data: no leak
+    disc = DPKBinsDiscretizer(n_bins=2, bounds=(0, 10)).fit(X.iloc[:2])
+    with pytest.raises(ValueError, match="Column 'a' has infinite values"):
+        disc.transform(X)
+    with pytest.raises(ValueError, match="Column 'a' has infinite values"):
+        disc.transform(X.astype(object))  # object columns of numbers are checked the same way
 
 
 @pytest.mark.parametrize("col", [
@@ -416,3 +450,50 @@ def test_public_edges_validation(edges, kwargs, match):
     kwargs = {"bounds": {"a": (0, 3)}, **kwargs}
     with pytest.raises(ValueError, match=match):
         DPKBinsDiscretizer(edges=edges, **kwargs).fit(X)
+
+
+# -- inverse_transform(random_state=...) -------------------------------------------
+def test_inverse_transform_random_state_makes_the_draws_reproducible(ages):
+    disc = DPKBinsDiscretizer(n_bins=4, bounds={"age": (17, 91), "income": (0, 1000)}, random_state=0).fit(ages)
+    Xt = disc.transform(ages)
+    first = disc.inverse_transform(Xt, random_state=1)
+    pd.testing.assert_frame_equal(disc.inverse_transform(Xt, random_state=1), first)  # same seed, same values
+    pd.testing.assert_frame_equal(disc.inverse_transform(Xt, random_state=np.random.default_rng(1)), first)
+    assert not disc.inverse_transform(Xt, random_state=2)["income"].equals(first["income"])
+    # None keeps the fitted stream: fresh values at each call, the sequence reproduced by a refit with the seed.
+    a, b = disc.inverse_transform(Xt), disc.inverse_transform(Xt)
+    assert not a["income"].equals(b["income"])
+    refit = clone(disc).fit(ages)
+    pd.testing.assert_frame_equal(refit.inverse_transform(Xt), a)
+    # An explicit random_state does not advance the fitted stream.
+    refit.inverse_transform(Xt, random_state=5)
+    pd.testing.assert_frame_equal(refit.inverse_transform(Xt), b)
+    # A Generator is drawn from (and advanced), as everywhere in the package.
+    rng = np.random.default_rng(3)
+    assert not disc.inverse_transform(Xt, random_state=rng)["income"].equals(
+        disc.inverse_transform(Xt, random_state=rng)["income"])
+    with pytest.raises(TypeError):
+        disc.inverse_transform(Xt, "midpoint")  # method stays keyword-only
+
+
+# -- columns at transform -----------------------------------------------------------
+def test_transform_rejects_an_unknown_extra_column(ages):
+    disc = DPKBinsDiscretizer(n_bins=3, bounds=(0, 1000)).fit(ages)
+    with pytest.raises(ValueError, match=r"unexpected \['zip'\]"):
+        disc.transform(ages.assign(zip=1.0))
+    with pytest.raises(ValueError, match=r"unexpected \['zip'\]"):
+        disc.inverse_transform(disc.transform(ages).assign(zip=1.0))
+    with pytest.raises(ValueError, match="X has 3 features, but DPKBinsDiscretizer is expecting 2"):
+        disc.transform(np.zeros((4, 3)))
+
+
+def test_object_columns_of_numbers_are_binned_other_objects_are_not():
+    X = pd.DataFrame({"a": np.array([0.5, 1, 2.5], dtype=object)})
+    disc = DPKBinsDiscretizer(n_bins=3, bounds=(0, 3), output="code").fit(X)
+    assert disc.transform(X)["a"].tolist() == [0, 1, 2]
+    for bad in (["1", "2", "3"], [1.0, {"k": 1}, 2.0], [1.0, "Secret-7", 2.0]):
+        with pytest.raises(TypeError, match="Column 'a' has (dtype object and )?non-numeric") as info:
+            DPKBinsDiscretizer(bounds=(0, 3)).fit(pd.DataFrame({"a": np.array(bad, dtype=object)}))
+        assert "Secret" not in str(info.value)  # no value of the private data in a message
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        DPKBinsDiscretizer(bounds=(0, 3)).fit(pd.DataFrame({"a": [1 + 1j, 2.0]}))

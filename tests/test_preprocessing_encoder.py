@@ -42,7 +42,8 @@ def test_public_categories_exact_no_ledger_no_warning():
         warnings.simplefilter("ignore", ReproducibleNoiseWarning)  # seeded on purpose
         enc = DPCategoricalEncoder(categories=PUBLIC).fit(X)
     for col, cats in PUBLIC.items():
-        assert enc.categories_[col] == cats + [OTHER, MISSING]
+        assert enc.categories_[col] == cats  # exactly the public list: no extra category by default
+    assert enc.handle_unknown_ == {c: "error" for c in PUBLIC} and enc.missing_ == {c: "error" for c in PUBLIC}
     assert len(enc.privacy_ledger_) == 0
     Xt = enc.transform(X)
     assert list(Xt.columns) == list(X.columns)
@@ -54,7 +55,8 @@ def test_public_categories_exact_no_ledger_no_warning():
 
 def test_public_category_order_is_kept():
     X = pd.DataFrame({"s": ["b", "a"]})
-    enc = DPCategoricalEncoder(categories={"s": ["b", "z", "a"]}).fit(X)
+    enc = DPCategoricalEncoder(categories={"s": ["b", "z", "a"]}, handle_unknown="other",
+                               missing="category").fit(X)
     assert enc.categories_["s"] == ["b", "z", "a", OTHER, MISSING]
 
 
@@ -62,12 +64,15 @@ def test_other_and_missing_only_when_enabled():
     X = pd.DataFrame({"s": ["a", "b"]})
     enc = DPCategoricalEncoder({"s": ["a", "b"]}, handle_unknown="error", missing="error").fit(X)
     assert enc.categories_["s"] == ["a", "b"]
-    enc = DPCategoricalEncoder({"s": ["a", "b"]}, other_category="OTH", missing="error").fit(X)
+    enc = DPCategoricalEncoder({"s": ["a", "b"]}, handle_unknown="other", other_category="OTH").fit(X)
     assert enc.categories_["s"] == ["a", "b", "OTH"]
+    enc = DPCategoricalEncoder({"s": ["a", "b"]}, missing="category").fit(X)
+    assert enc.categories_["s"] == ["a", "b", MISSING]
 
 
 def test_unseen_to_other_and_missing_to_missing():
-    enc = DPCategoricalEncoder(categories={"s": ["a", "b"], "i": [1, 2]})
+    enc = DPCategoricalEncoder(categories={"s": ["a", "b"], "i": [1, 2]}, handle_unknown="other",
+                               missing="category")
     enc.fit(pd.DataFrame({"s": ["a", "b"], "i": [1, 2]}))
     X = pd.DataFrame({"s": ["a", "zzz", None, "b"], "i": [2.0, 7.0, np.nan, 1.0]})
     Xt = enc.transform(X)
@@ -78,7 +83,7 @@ def test_unseen_to_other_and_missing_to_missing():
 def test_handle_unknown_error_names_column_and_values():
     enc = DPCategoricalEncoder(categories={"s": ["a", "b"]}, handle_unknown="error")
     enc.fit(pd.DataFrame({"s": ["a", "b"]}))
-    with pytest.raises(ValueError, match=r"Column 's'.*'zzz'"):
+    with pytest.raises(ValueError, match=r"Column 's'.*'zzz'.*handle_unknown='other'"):
         enc.transform(pd.DataFrame({"s": ["a", "zzz"]}))
 
 
@@ -86,7 +91,7 @@ def test_missing_error():
     enc = DPCategoricalEncoder(categories={"s": ["a", "b"]}, missing="error")
     enc.fit(pd.DataFrame({"s": ["a", "b"]}))
     for bad in (None, np.nan, pd.NA):
-        with pytest.raises(ValueError, match=r"Column 's' has 1 missing"):
+        with pytest.raises(ValueError, match=r"Column 's' has 1 missing.*missing='category'"):
             enc.transform(pd.DataFrame({"s": pd.Series(["a", bad], dtype=object)}))
 
 
@@ -101,8 +106,8 @@ def test_inferred_categories_warn_once_naming_exactly_those_columns():
     message = str(leaks[0].message)
     assert "['i', 'b']" in message
     assert "'s'" not in message and "'c'" not in message
-    assert enc.categories_["i"] == [10, 20, 30, OTHER, MISSING]
-    assert enc.categories_["b"] == [False, True, OTHER, MISSING]
+    assert enc.categories_["i"] == [10, 20, 30]  # read from the data: every value is there, no extra category
+    assert enc.categories_["b"] == [False, True]
     # Nothing spent; the leak is recorded, naming the same columns.
     assert [e.accounting for e in enc.privacy_ledger_] == ["leak"]
     assert enc.privacy_ledger_.leaks[0].details["columns"] == ["i", "b"]
@@ -166,7 +171,7 @@ def test_single_occurrence_release_rate_at_most_delta():
     # and through the encoder: 20,000 distinct values, each occurring once
     X = pd.DataFrame({"u": [f"v{k:05d}" for k in range(n)]})
     enc = DPCategoricalEncoder(epsilon=eps, delta=delta, random_state=2).fit(X)
-    released = len(enc.categories_["u"]) - 2
+    released = len(enc.categories_["u"]) - 1  # the released values, then OTHER
     assert released / n <= delta + 5 * se
     # the rate is the exact discrete-Laplace tail (at most delta, within a factor e^-eps of it), up to noise
     p = _singleton_release_probability(eps, tau)
@@ -184,9 +189,9 @@ def test_frequent_values_always_released_sorted_and_ledger():
     eps, delta = 1.0, 1e-6
     enc = DPCategoricalEncoder(epsilon=eps, delta=delta, random_state=0).fit(X)
     # each count is ~1000 >> tau = 1 + 3 ln(1.5e6) ~ 43.7 (per-column eps = 1/3, delta = 1/3e-6)
-    assert enc.categories_["s"] == ["apple", "fig", "pear", OTHER, MISSING]
-    assert enc.categories_["i"] == [1, 2, 3, OTHER, MISSING]
-    assert enc.categories_["r"] == ["common", OTHER, MISSING]
+    assert enc.categories_["s"] == ["apple", "fig", "pear", OTHER]  # DP discovery: "other" for unreleased values
+    assert enc.categories_["i"] == [1, 2, 3, OTHER]
+    assert enc.categories_["r"] == ["common", OTHER]
     entries = enc.privacy_ledger_.entries
     assert len(entries) == 3
     assert all(e.accounting == "approx" and e.mechanism == "laplace-threshold" for e in entries)
@@ -213,7 +218,7 @@ def test_threshold_can_be_raised_not_lowered():
         DPCategoricalEncoder(epsilon=1.0, delta=1e-6, threshold=tau - 1).fit(X)
     enc = DPCategoricalEncoder(epsilon=1.0, delta=1e-6, threshold=100, random_state=0).fit(X)
     assert enc.thresholds_["s"] == 100
-    assert enc.categories_["s"] == ["b", OTHER, MISSING]
+    assert enc.categories_["s"] == ["b", OTHER]
 
 
 def test_public_columns_cost_nothing_with_epsilon():
@@ -227,14 +232,16 @@ def test_public_columns_cost_nothing_with_epsilon():
 
 def test_all_missing_and_single_value_columns():
     X = pd.DataFrame({"m": [None] * 200, "one": ["k"] * 200})
-    enc = DPCategoricalEncoder(epsilon=1.0, delta=1e-6, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="Column 'm' has missing values.*missing='category'"):
+        DPCategoricalEncoder(epsilon=1.0, delta=1e-6, random_state=0).fit(X)
+    enc = DPCategoricalEncoder(epsilon=1.0, delta=1e-6, missing="category", random_state=0).fit(X)
     assert enc.categories_["m"] == [OTHER, MISSING]
     assert enc.categories_["one"] == ["k", OTHER, MISSING]
     assert len(enc.privacy_ledger_) == 2  # the split depends on which columns are public, not on data
     assert enc.transform(X)["m"].unique().tolist() == [MISSING]
     with pytest.raises(ValueError, match="no categories"):
         DPCategoricalEncoder(epsilon=1.0, delta=1e-6, handle_unknown="error", missing="error",
-                             random_state=0).fit(X[["m"]])
+                             random_state=0).fit(X[["one"]].iloc[:2])
 
 
 # -- hostile input ----------------------------------------------------------------
@@ -248,15 +255,20 @@ def test_all_missing_and_single_value_columns():
     ({"epsilon": 1.0}, "needs delta > 0"),
     ({"threshold": 5.0}, "threshold only applies"),
     ({"handle_unknown": "ignore"}, "handle_unknown must be"),
+    ({"handle_unknown": {"s": "ignore"}}, "handle_unknown must be .* for column 's'"),
+    ({"handle_unknown": {"zz": "other"}}, r"handle_unknown names columns that are not in X: \['zz'\]"),
     ({"missing": "drop"}, "missing must be"),
-    ({"other_category": "z", "missing_category": "z"}, "must differ"),
+    ({"missing": {"zz": "category"}}, r"missing names columns that are not in X: \['zz'\]"),
+    ({"other_category": "z", "missing_category": "z", "handle_unknown": "other", "missing": "category"},
+     "must differ"),
     ({"categories": {"s": ["a", "a", "b"]}}, "duplicate values"),
     ({"categories": {"s": []}}, "is empty"),
     ({"categories": {"s": "ab"}}, "must be a list"),
     ({"categories": {"s": ["a", None]}}, "missing value"),
     ({"categories": {"nope": ["a"]}}, "not in X"),
-    ({"categories": {"s": ["a", "__other__"]}}, "other_category='__other__' is one of"),
-    ({"categories": {"s": ["a", "NA"]}, "missing_category": "NA"}, "missing_category='NA' is one of"),
+    ({"categories": {"s": ["a", "__other__"]}, "handle_unknown": "other"}, "other_category='__other__' is one of"),
+    ({"categories": {"s": ["a", "NA"]}, "missing_category": "NA", "missing": "category"},
+     "missing_category='NA' is one of"),
 ])
 def test_invalid_parameters(kwargs, match):
     X = pd.DataFrame({"s": ["a", "b"]})
@@ -271,12 +283,29 @@ def test_released_value_colliding_with_label_is_an_error():
 
 
 def test_empty_input():
-    with pytest.raises(ValueError, match="0 rows"):
-        DPCategoricalEncoder({"s": ["a"]}).fit(pd.DataFrame({"s": pd.Series([], dtype=object)}))
-    with pytest.raises(ValueError, match="no columns"):
+    with pytest.raises(ValueError, match=r"at least one column: got 0 feature\(s\)"):
         DPCategoricalEncoder().fit(pd.DataFrame())
-    with pytest.raises(ValueError, match="2-D"):
+    with pytest.raises(ValueError, match="2-D.*Reshape your data"):
         DPCategoricalEncoder().fit(np.array(["a", "b"]))
+
+
+def test_zero_rows_are_accepted_when_the_categories_need_no_data():
+    """As for the synthesizers, 0 records is valid input: public categories need no data, DP discovery runs."""
+    empty = pd.DataFrame({"s": pd.Series([], dtype=object), "t": pd.Series([], dtype=object)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        enc = DPCategoricalEncoder({"s": ["a", "b"], "t": ["u"]}).fit(empty)
+    assert enc.categories_ == {"s": ["a", "b"], "t": ["u"]} and len(enc.privacy_ledger_) == 0
+    out = enc.transform(empty)
+    assert out.shape == (0, 2) and list(out["s"].cat.categories) == ["a", "b"]
+    assert enc.inverse_transform(out).shape == (0, 2)
+    # DP discovery spends its budget and releases nothing: only the "other" category.
+    dp = DPCategoricalEncoder({"t": ["u"]}, epsilon=1.0, delta=1e-6, random_state=0).fit(empty)
+    assert dp.categories_["s"] == [OTHER]
+    assert [(e.epsilon, e.delta) for e in dp.privacy_ledger_] == [(1.0, 1e-6)]
+    # Categories read from the data without DP cannot be read from nothing.
+    with pytest.warns(PrivacyLeakWarning), pytest.raises(ValueError, match="Column 's' has no categories"):
+        DPCategoricalEncoder({"t": ["u"]}).fit(empty)
 
 
 def test_transform_column_mismatch():
@@ -311,7 +340,7 @@ def test_inverse_round_trip_preserves_values_and_dtypes():
 
 def test_inverse_other_and_missing():
     enc = DPCategoricalEncoder({"s": ["a"], "i": [1, 2], "b": [True, False],
-                                "c": ["x"]}).fit(
+                                "c": ["x"]}, handle_unknown="other", missing="category").fit(
         pd.DataFrame({"s": ["a"], "i": [1], "b": [True], "c": pd.Categorical(["x"])}))
     Xt = pd.DataFrame({"s": ["a", OTHER, MISSING], "i": [1, 2, MISSING], "b": [True, False, OTHER],
                        "c": ["x", MISSING, "x"]})
@@ -335,7 +364,7 @@ def test_mst_on_encoded_frame_without_leak_and_back():
     })
     X.loc[rng.random(n) < 0.05, "city"] = None
     enc = DPCategoricalEncoder({"age": [20, 30, 40, 50], "member": [False, True]},
-                               epsilon=0.5, delta=1e-7, random_state=0)
+                               epsilon=0.5, delta=1e-7, missing={"city": "category"}, random_state=0)
     Xt = enc.fit_transform(X)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
@@ -344,11 +373,10 @@ def test_mst_on_encoded_frame_without_leak_and_back():
     back = enc.inverse_transform(sample)
     assert list(back.columns) == list(X.columns) and len(back) == 500
     present = back["city"].dropna()
-    assert present.isin(["oslo", "rome", "lima", OTHER]).all()
-    ages = back["age"]
-    assert ages.dropna().isin([20, 30, 40, 50, OTHER]).all()
-    if not (ages.isna().any() or (ages == OTHER).any()):
-        assert ages.dtype == np.int64
+    assert present.isin(["oslo", "rome", "lima", OTHER]).all()  # DP-discovered: OTHER for unreleased values
+    # Public categories are exact: the synthetic values are among them, in the original dtype.
+    assert back["age"].isin([20, 30, 40, 50]).all() and back["age"].dtype == np.int64
+    assert back["member"].dtype == bool
 
 
 def test_sklearn_clone_get_params_fit_returns_self():
@@ -362,3 +390,68 @@ def test_sklearn_clone_get_params_fit_returns_self():
     assert not hasattr(twin, "categories_")
     with pytest.raises(Exception, match="not fitted"):
         twin.transform(X)
+
+
+# -- defaults: no extra category unless needed or asked for -------------------------------
+def test_defaults_add_no_category_to_public_lists_and_only_other_to_dp_discovered_ones():
+    X = pd.DataFrame({"pub": ["a", "b"] * 300, "dp": ["u"] * 400 + ["v"] * 200, "leak": ["x", "y"] * 300})
+    enc = DPCategoricalEncoder({"pub": ["a", "b", "c"]}, columns=["pub", "dp"], epsilon=1.0, delta=1e-6,
+                               random_state=0).fit(X)
+    assert enc.categories_ == {"pub": ["a", "b", "c"], "dp": ["u", "v", OTHER]}
+    assert enc.handle_unknown_ == {"pub": "error", "dp": "other"} and enc.missing_ == {"pub": "error", "dp": "error"}
+    # Categories read from the data without DP hold every value: exact too.
+    with pytest.warns(PrivacyLeakWarning):
+        assert DPCategoricalEncoder().fit(X[["leak"]]).categories_ == {"leak": ["x", "y"]}
+    # Missing values are an error at fit, naming the column and the parameter to set.
+    holes = X.assign(pub=["a", None] * 300)
+    with pytest.raises(ValueError, match=r"Column 'pub' has missing values.*missing='category'.*"
+                                         r"missing=\{'pub': 'category'\}"):
+        DPCategoricalEncoder({"pub": ["a", "b"]}, columns=["pub"]).fit(holes)
+    enc = DPCategoricalEncoder({"pub": ["a", "b"]}, columns=["pub"], missing={"pub": "category"}).fit(holes)
+    assert enc.categories_["pub"] == ["a", "b", MISSING]
+    # Per column: an "other" category for one public column, none for another.
+    enc = DPCategoricalEncoder({"pub": ["a"], "leak": ["x", "y"]}, columns=["pub", "leak"],
+                               handle_unknown={"pub": "other"}).fit(X)
+    assert enc.categories_ == {"pub": ["a", OTHER], "leak": ["x", "y"]}
+    assert enc.transform(X)["pub"].tolist()[:2] == ["a", OTHER]
+
+
+def test_public_categories_in_a_synthesis_pipeline_give_no_sentinels_and_train_on_synthetic_works():
+    """Issue 14, item 2: the empty extra slots got mass from the noise, so synthetic rows held None and
+    '__other__', and scikit-learn then failed on them ('<' not supported between 'str' and 'NoneType')."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from skdpsynth import TrainOnSynthetic
+    from skdpsynth.pipeline import SynthesisPipeline
+
+    public = {"color": ["red", "green", "blue"], "size": ["S", "M", "L"], "label": ["no", "yes"]}
+    rng = np.random.default_rng(0)
+    n = 3000
+    color = rng.choice(public["color"], n)
+    X = pd.DataFrame({"color": color, "size": rng.choice(public["size"], n)})
+    y = pd.Series(np.where(color == "red", "yes", "no"), name="label")
+
+    def pipeline():
+        return SynthesisPipeline([("enc", DPCategoricalEncoder(categories=public)),
+                                  ("synth", MSTSynthesizer(epsilon=0.05, random_state=0))])
+
+    real = X.assign(label=y)
+    synthetic = pipeline().fit(real).sample(5000, random_state=0)
+    for col, cats in public.items():
+        assert synthetic[col].isin(cats).all(), synthetic[col].value_counts(dropna=False)
+        assert synthetic[col].dtype == real[col].dtype
+
+    model = TrainOnSynthetic(pipeline(), make_pipeline(OneHotEncoder(), LogisticRegression()),
+                             n_samples=3000, random_state=0).fit(X, y)
+    assert set(model.classes_) <= {"no", "yes"}
+    assert set(model.predict(X)) <= {"no", "yes"}
+
+
+def test_inverse_transform_takes_and_ignores_random_state():
+    X = mixed_frame()
+    enc = DPCategoricalEncoder(PUBLIC).fit(X)
+    Xt = enc.transform(X)
+    for seed in (None, 0, np.random.default_rng(1)):
+        pd.testing.assert_frame_equal(enc.inverse_transform(Xt, random_state=seed), X)

@@ -102,8 +102,9 @@ def test_schema_is_complete_after_fit_and_reusable_for_free(X):
     assert list(schema) == list(X.columns)
     assert schema["age"] == {"type": "numeric", "bounds": [17.0, 90.0], "n_bins": 6, "strategy": "uniform"}
     assert schema["income"]["n_bins"] == 5 and schema["income"]["bounds"] == list(table.discretizer_.bounds_["income"])
+    # DP-discovered: an "other" category for unreleased values; missing values only when declared.
     assert schema["color"] == {"type": "categorical", "categories": sorted(COLORS),
-                               "handle_unknown": "other", "missing": "category"}
+                               "handle_unknown": "other", "missing": "error"}
     # Reusing the DP-released schema is post-processing: no budget, no warning, the same output.
     reused = _fit_quietly(TableDiscretizer(schema, random_state=0), X)
     assert len(reused.privacy_ledger_) == 0
@@ -135,9 +136,13 @@ def test_other_and_missing_options_in_the_schema():
     assert back["c"].tolist()[:2] == ["a", "b"] and back["c"].tolist()[3] == "__other__"
     assert pd.isna(back["c"].iloc[2])
     # Exact public categories (the default) reject unseen and missing values, pointing to the options.
-    strict = _fit_quietly(TableDiscretizer({"c": ["a", "b", "z"], "x": schema["x"]}), X)
-    with pytest.raises(ValueError, match="missing"):
-        strict.transform(X)
+    with pytest.raises(ValueError, match="column 'c' has missing values.*'missing': 'category'"):
+        TableDiscretizer({"c": ["a", "b", "z"], "x": schema["x"]}).fit(X)
+    strict = _fit_quietly(TableDiscretizer({"c": ["a", "b"], "x": schema["x"]}), X.iloc[:2])
+    with pytest.raises(ValueError, match="column 'c' has missing values.*'missing': 'category'"):
+        strict.transform(X.iloc[[0, 2]])
+    with pytest.raises(ValueError, match="column 'c' has values outside its categories.*'handle_unknown'"):
+        strict.transform(X.iloc[[0, 3]])
 
 
 def test_mixed_strategies_and_encoder_groups(X):
@@ -295,9 +300,7 @@ def test_mst_on_transformed_table_and_back(X):
 
 # -- hostile input ---------------------------------------------------------------------------------
 def test_hostile_frames(X):
-    with pytest.raises(ValueError, match="at least one row"):
-        TableDiscretizer(public_schema()).fit(X.iloc[:0])
-    with pytest.raises(ValueError, match="at least one row"):
+    with pytest.raises(ValueError, match=r"at least one column: got 0 feature\(s\)"):
         TableDiscretizer().fit(pd.DataFrame(index=range(3)))
     dup = pd.concat([X[["age"]], X[["age"]]], axis=1)
     with pytest.raises(ValueError, match="duplicate column names"):
@@ -412,3 +415,62 @@ def test_schema_edges_are_free_round_trip_and_reappear_in_the_fitted_schema():
 def test_schema_edges_validation(spec, match):
     with pytest.raises(ValueError, match=match):
         normalize_schema({"gain": spec})
+
+
+# -- issue 14: defaults, empty tables, inf, reproducible inverse ------------------------------------
+def test_categorical_defaults_are_those_of_the_encoder(X):
+    """Public and data-read categories are exact, DP-discovered ones get "__other__", "__missing__" only on request."""
+    frame = X[["color", "size", "member"]]
+    dp = _fit_quietly(TableDiscretizer({"color": COLORS}, epsilon=1.0, delta=1e-6, random_state=0), frame)
+    assert {c: (s["handle_unknown"], s["missing"]) for c, s in dp.schema_.items()} == {
+        "color": ("error", "error"), "size": ("other", "error"), "member": ("other", "error")}
+    assert list(dp.transform(frame)["size"].cat.categories) == sorted(SIZES) + ["__other__"]
+    with pytest.warns(PrivacyLeakWarning):
+        read = TableDiscretizer({"color": COLORS}).fit(frame)
+    assert read.schema_["size"] == {"type": "categorical", "categories": sorted(SIZES), "handle_unknown": "error",
+                                    "missing": "error"}
+    assert list(read.transform(frame)["size"].cat.categories) == sorted(SIZES)
+    encoder = DPCategoricalEncoder({"color": COLORS}, epsilon=1.0, delta=1e-6, random_state=0).fit(frame)
+    assert {c: (encoder.handle_unknown_[c], encoder.missing_[c]) for c in frame} == {
+        c: (s["handle_unknown"], s["missing"]) for c, s in dp.schema_.items()}
+
+
+def test_zero_rows_are_accepted_with_public_metadata(X):
+    empty = X.iloc[:0]
+    table = _fit_quietly(TableDiscretizer(public_schema(), random_state=0), empty)
+    assert len(table.privacy_ledger_) == 0
+    out = table.transform(empty)
+    assert out.shape == (0, 5) and list(out["color"].cat.categories) == COLORS
+    back = table.inverse_transform(out)
+    assert back.shape == (0, 5) and list(back.columns) == list(X.columns)
+    # DP category discovery runs on no data and releases nothing: only the "other" category is left.
+    dp = _fit_quietly(TableDiscretizer({k: v for k, v in public_schema().items() if k != "size"}, epsilon=1.0,
+                                       delta=1e-6, random_state=0), empty)
+    assert list(dp.transform(empty)["size"].cat.categories) == ["__other__"]
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf])
+def test_infinite_values_raise_naming_the_column(X, bad):
+    holes = X.copy()
+    holes.loc[5, "income"] = bad
+    with pytest.raises(ValueError, match="numeric column 'income' has infinite values"):
+        TableDiscretizer(public_schema()).fit(holes)
+    table = _fit_quietly(TableDiscretizer(public_schema()), X)
+    with pytest.raises(ValueError, match="numeric column 'income' has infinite values"):
+        table.transform(holes)
+
+
+def test_inverse_transform_random_state_makes_the_draws_reproducible(X):
+    schema = {**public_schema(), "age": {"type": "numeric", "bounds": [17, 90], "n_bins": 4,
+                                         "strategy": "quantile"}}
+    table = _fit_quietly(TableDiscretizer(schema, epsilon=1.0, random_state=0), X)
+    assert len(table.discretizers_) == 2  # one stream per strategy: the seed must reach both
+    Xt = table.transform(X)
+    first = table.inverse_transform(Xt, random_state=7)
+    pd.testing.assert_frame_equal(table.inverse_transform(Xt, random_state=7), first)
+    pd.testing.assert_frame_equal(table.inverse_transform(Xt, "uniform", random_state=np.random.default_rng(7)),
+                                  first)
+    other = table.inverse_transform(Xt, random_state=8)
+    assert not other["age"].equals(first["age"]) and not other["income"].equals(first["income"])
+    # None: the fitted streams, fresh at each call.
+    assert not table.inverse_transform(Xt)["income"].equals(table.inverse_transform(Xt)["income"])

@@ -819,6 +819,9 @@ class HybridPartition:
     def centralized(cls, n_rows: int, columns: Iterable[Column]) -> "HybridPartition":
         """One party holding everything (``K = S = 1``).
 
+        ``n_rows`` may be 0: an empty table is one party holding no rows (a
+        synthesizer accepts it, its noisy record count hides it).
+
         Examples
         --------
         >>> from skdpsynth.federated import HybridPartition
@@ -826,8 +829,12 @@ class HybridPartition:
         >>> part.n_slices, part.n_vertical, part.n_parties
         (1, 1, 1)
         """
-        n_rows = _count(n_rows, "n_rows", 1)
+        n_rows = _count(n_rows, "n_rows", 0)
         columns = _column_list(columns)
+        if n_rows == 0:
+            # An empty table (a valid input: the noisy record count hides it) is one party holding no rows.
+            template = cls([np.arange(1)], [columns])
+            return cls._from_parts((np.arange(0, dtype=np.int64),), template._groups, template._names)
         return cls([np.arange(n_rows)], [columns]).validate(columns, n_rows)
 
     @classmethod

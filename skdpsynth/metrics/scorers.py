@@ -4,8 +4,17 @@ A synthesizer is an estimator with ``fit(X, y=None)`` and
 ``sample(n_samples=None, random_state=None) -> DataFrame``.  A scorer here is a
 callable ``scorer(synthesizer, X, y=None) -> float`` (greater is better) that
 draws a synthetic sample from the fitted synthesizer and compares it with the
-held-out table ``X``; ``y`` is accepted for sklearn's calling convention and
-ignored (``X`` must be the full table, target column included).
+held-out table ``X``.  A ``y`` (when the search is fitted with one) is
+appended to ``X`` as its last column, as ``fit(X, y)`` does (unless ``X``
+already has a column of ``y``'s name: ``X`` is then taken as the full table);
+without it ``X`` must be the full table, target column included.
+
+A :class:`~skdpsynth.pipeline.SynthesisPipeline` is scored by
+:func:`marginal_scorer` in the space its preprocessing steps define: the real
+``X`` goes through the fitted steps (``pipe.transform``) and is compared with
+the synthesizer's records before their inverse transform.  Raw continuous
+values would make every marginal differ (two halves of the real data have a
+1-way TVD near 1 on a column like fnlwgt), so a search would select on noise.
 
 Scorers are :func:`functools.partial` objects: picklable (parallel search) and
 with a readable repr.
@@ -116,16 +125,35 @@ def tstr_scorer(target, estimator=None, scoring="accuracy", n_samples: int | Non
     )
 
 
-def _sample(synthesizer, X, n_samples, random_state):
-    synthetic = synthesizer.sample(len(X) if n_samples is None else n_samples, random_state=random_state)
+def _with_target(X, y):
+    """``X`` with ``y`` as its last column, named as ``fit(X, y)`` names it (``y.name``, else ``"target"``)."""
+    if y is None or (isinstance(X, pd.DataFrame) and getattr(y, "name", None) in X.columns):
+        return X  # no target, or X is already the full table
+    from ..pipeline import _with_target as with_target  # one rule for every fit(X, y)
+
+    return with_target(X, y)
+
+
+def _sample(synthesizer, X, n_samples, random_state, **kwargs):
+    synthetic = synthesizer.sample(len(X) if n_samples is None else n_samples, random_state=random_state, **kwargs)
     # A search on an array passes array folds: compare like with like.
     return synthetic if isinstance(X, pd.DataFrame) else np.asarray(synthetic)
 
 
 def _neg_marginal_tvd(synthesizer, X, y=None, *, ways, domain, n_samples, random_state) -> float:
-    tvd = marginal_tvd(X, _sample(synthesizer, X, n_samples, random_state), ways=ways, domain=domain)
+    from ..pipeline import SynthesisPipeline
+
+    if isinstance(synthesizer, SynthesisPipeline):
+        # Compare where the synthesizer models the data: bins and categories, not raw values.
+        real = synthesizer.transform(X, y)
+        synthetic = _sample(synthesizer, real, n_samples, random_state, inverse_transform=False)
+    else:
+        real = _with_target(X, y)
+        synthetic = _sample(synthesizer, real, n_samples, random_state)
+    tvd = marginal_tvd(real, synthetic, ways=ways, domain=domain)
     return 0.0 - float(np.mean(list(tvd.values())) if isinstance(tvd, dict) else tvd)  # not -x: avoids -0.0
 
 
 def _tstr(synthesizer, X, y=None, *, target, estimator, scoring, n_samples, random_state) -> float:
+    X = _with_target(X, y)
     return tstr_score(X, _sample(synthesizer, X, n_samples, random_state), X, target, estimator, scoring)

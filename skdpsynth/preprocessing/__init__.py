@@ -7,8 +7,11 @@
 - :class:`TableDiscretizer` — a whole mixed table from a schema (dict or JSON): numeric columns to the
   discretizer, the others to the encoder, one ledger.
 
-Both output pandas ``Categorical`` columns carrying the full category list, which is how the synthesizers read
-their domain.
+All output pandas ``Categorical`` columns carrying the full category list, which is how the synthesizers read
+their domain. Public category lists are exact (no ``"__other__"`` / ``"__missing__"`` slot unless asked for), so
+synthetic data holds no sentinel values. ``columns=`` limits ``DPKBinsDiscretizer`` and ``DPCategoricalEncoder`` to
+some columns and passes the others through, so the two compose in a
+:class:`~skdpsynth.pipeline.SynthesisPipeline`. See ``doc/preprocessing.md``.
 """
 from .discretizer import DPKBinsDiscretizer
 from .encoder import DPCategoricalEncoder

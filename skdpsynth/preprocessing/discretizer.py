@@ -20,7 +20,15 @@ from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
 from ..privacy.metadata import mark_public
 from ..privacy.randomness import child_random_states, gumbel, noise_generator, warn_reproducible_noise
 from ..utils import check_random_state
-from ._input import as_frame
+from ._input import (
+    OutputMixin,
+    as_frame,
+    assemble,
+    check_has_columns,
+    fitted_frame,
+    param_scope,
+    select_columns,
+)
 
 __all__ = ["DPKBinsDiscretizer"]
 
@@ -31,6 +39,8 @@ _MAGNITUDES = np.arange(_K_MIN, _K_MAX + 1)
 _N_BUCKETS = 2 * _MAGNITUDES.size + 1  # negative buckets, the zero bucket, positive buckets
 # Probability that at least one bucket with true count 0 passes the threshold.
 _BOUNDS_FAILURE_PROBABILITY = 0.01
+# pandas.api.types.infer_dtype kinds of an object column that hold numbers only.
+_NUMERIC_KINDS = ("integer", "floating", "mixed-integer-float", "decimal", "empty")
 
 
 def _is_int(value) -> bool:
@@ -82,9 +92,8 @@ def _bucket_index(values: np.ndarray) -> np.ndarray:
 
 
 def _dp_bounds(values: np.ndarray, epsilon: float, rng, ledger: PrivacyLedger, name) -> tuple[float, float]:
-    """ε-DP power-of-two bounds of ``values`` (see DPKBinsDiscretizer's docstring)."""
-    finite = values[np.isfinite(values)]
-    counts = np.bincount(_bucket_index(finite), minlength=_N_BUCKETS)
+    """ε-DP power-of-two bounds of the finite ``values`` (see DPKBinsDiscretizer's docstring)."""
+    counts = np.bincount(_bucket_index(values), minlength=_N_BUCKETS)
     noisy = laplace_mechanism(
         counts, epsilon=epsilon, sensitivity=1.0, random_state=rng, ledger=ledger,
         description=f"bounds of column {name!r}: noisy histogram of sign(x)*2^k magnitude buckets",
@@ -130,24 +139,33 @@ def _separate(edges: np.ndarray, name) -> np.ndarray:
     return edges
 
 
-class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
+class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Bin numeric columns into k public bins, with differentially private edges.
 
-    Each column becomes a pandas ``Categorical`` whose categories are all of its
-    k bins (empty ones too), so downstream synthesizers read the column's
-    public domain from the dtype. Neighbouring datasets differ by adding or
-    removing one record; all mechanisms here are pure ε-DP.
+    Each binned column becomes a pandas ``Categorical`` whose categories are
+    all of its k bins (empty ones too), so downstream synthesizers read the
+    column's public domain from the dtype. Neighbouring datasets differ by
+    adding or removing one record; all mechanisms here are pure ε-DP.
 
     Parameters
     ----------
     n_bins : int or dict, default=10
-        Number of bins k >= 1, for every column or as ``{column: k}`` (then
-        every column must be listed).
+        Number of bins k >= 1, for every binned column or as ``{column: k}``
+        (then every binned column must be listed, except those with public
+        ``edges``).
+    columns : None or list, default=None
+        The columns to bin; ``None`` bins every column. The other columns
+        pass through :meth:`transform` and :meth:`inverse_transform`
+        unchanged (values, dtype and position), so that this step and a
+        :class:`~skdpsynth.preprocessing.DPCategoricalEncoder` limited to the
+        other columns can follow each other in a
+        :class:`~skdpsynth.pipeline.SynthesisPipeline`. The dict forms of
+        ``n_bins``, ``bounds`` and ``edges`` may only name these columns.
     strategy : {"uniform", "quantile"}, default="uniform"
         ``"uniform"``: k equal-width bins between the bounds. ``"quantile"``:
         equal-frequency bins whose k - 1 interior edges are DP quantiles.
     bounds : None, (lower, upper) or dict, default=None
-        Public bounds, for all columns or as ``{column: (lower, upper)}``
+        Public bounds, for all binned columns or as ``{column: (lower, upper)}``
         (columns missing from the dict have no public bounds). They must be
         finite with ``lower < upper``. Public bounds cost no privacy budget.
     epsilon : float or None, default=None
@@ -168,7 +186,8 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
         Categories of the output: ``pd.IntervalIndex.from_breaks(edges,
         closed="left")`` (ordered), or the integers 0 .. k - 1 (ordered).
     random_state : None, int, numpy.random.Generator, ...
-        Source of the DP noise and of :meth:`inverse_transform`'s draws (see there).
+        Source of the DP noise and of :meth:`inverse_transform`'s draws
+        (unless that call is given its own ``random_state``; see there).
     edges : None or dict, default=None
         Public bin edges ``{column: [e_0, e_1, ..., e_k]}`` (finite, strictly
         increasing, at least two). They fix the column's bins completely and
@@ -180,9 +199,11 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
+    columns_ : list
+        The binned columns, in input order (all of them for ``columns=None``).
     bin_edges_ : dict
-        Column -> strictly increasing ndarray of k + 1 edges; the first and
-        last are the column's bounds.
+        Binned column -> strictly increasing ndarray of k + 1 edges; the
+        first and last are the column's bounds.
     n_bins_ : dict
         Column -> k.
     bounds_ : dict
@@ -190,10 +211,11 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
     privacy_ledger_ : PrivacyLedger
         One pure-ε entry per release; empty when nothing needed DP.
     feature_names_in_ : ndarray of object
-        Column names (``x0, x1, ...`` for array input).
+        Names of all the input columns, binned or passed through (``x0, x1,
+        ...`` for array input).
     n_features_in_ : int
     dtypes_ : dict
-        Column -> original dtype (restored by :meth:`inverse_transform`).
+        Binned column -> original dtype (restored by :meth:`inverse_transform`).
 
     Notes
     -----
@@ -208,8 +230,7 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
     probability at least 99% no empty bucket passes. The bounds are the lower
     end of the lowest passing bucket and the upper end of the highest one
     (powers of two, or 0); if no bucket passes a ``ValueError`` asks for
-    public bounds or more ε. ±inf values are left out of the histogram (they
-    are clipped at transform time).
+    public bounds or more ε.
 
     **DP quantiles** (``strategy="quantile"``). For q = 1/k, ..., (k-1)/k in
     turn, the exponential mechanism over [lower, upper] (Smith 2011): with
@@ -223,9 +244,30 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
     are kept and separated by the smallest float step, giving empty bins.
 
     **Transform.** Bins are ``[e_i, e_{i+1})`` except the last, which is
-    closed ``[e_{k-1}, e_k]``. Values outside the bounds, including ±inf, are
-    clipped into the end bins. NaN raises a ``ValueError``: handle missing
-    values with a separate encoder step first.
+    closed ``[e_{k-1}, e_k]``. Finite values outside the bounds are clipped
+    into the end bins. NaN raises a ``ValueError`` (handle missing values
+    first), and so does ±inf, in :meth:`fit` and :meth:`transform`, naming
+    the column: an infinite value is never a real measurement, and clipping
+    it into an end bin would hide the data error. Object columns are binned
+    when they hold numbers only. The input must have exactly the columns seen
+    in :meth:`fit` (matched by name for a DataFrame, in any order; by count
+    for an array), otherwise a ``ValueError`` names the difference.
+
+    **Empty input.** A table with 0 rows is accepted whenever the edges come
+    from public metadata (``bounds``, ``edges``) or from DP quantiles, which
+    run on any number of records: the fit does not depend on whether the data
+    are empty. DP bounds run their mechanism too, and on 0 rows (as on any
+    too small table) no bucket passes the threshold, so the fit raises the
+    ``ValueError`` asking for public bounds. Bounds or quantiles read from
+    the data without DP (``epsilon=None``) cannot be read from 0 rows: a
+    ``ValueError`` says so.
+
+    **Output container.** :meth:`transform` returns a DataFrame of
+    ``Categorical`` columns (pass-through columns as they were).
+    ``set_output(transform="default")`` makes it return a NumPy array of the
+    values instead (the ``Interval`` bins, or an integer array of codes with
+    ``output="code"``), which :meth:`inverse_transform` also accepts;
+    ``set_output(transform="pandas")`` keeps the DataFrame.
 
     **Single distinct value.** Bounds inferred from a column with one distinct
     value v (or DP bounds where only the zero bucket passes) would be
@@ -245,11 +287,25 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
     0
     >>> disc.inverse_transform(disc.transform(X), method="midpoint")["age"].tolist()
     [24, 24, 39, 54, 83]
+    >>> a = disc.inverse_transform(disc.transform(X), random_state=1)["age"].tolist()
+    >>> a == disc.inverse_transform(disc.transform(X), random_state=1)["age"].tolist()
+    True
+
+    ``columns=`` bins some columns and passes the others through:
+
+    >>> people = pd.DataFrame({"age": [17, 38, 90], "city": ["Oslo", "Rome", "Lima"]})
+    >>> disc = DPKBinsDiscretizer(n_bins=2, columns=["age"], bounds={"age": (17, 90)}, output="code")
+    >>> out = disc.fit_transform(people)
+    >>> out["age"].tolist(), out["city"].tolist(), out["city"].dtype == people["city"].dtype
+    ([0, 0, 1], ['Oslo', 'Rome', 'Lima'], True)
+    >>> disc.set_output(transform="default").transform(people).tolist()  # a NumPy array
+    [[0, 'Oslo'], [0, 'Rome'], [1, 'Lima']]
     """
 
-    def __init__(self, n_bins=10, *, strategy="uniform", bounds=None, epsilon=None,
+    def __init__(self, n_bins=10, *, columns=None, strategy="uniform", bounds=None, epsilon=None,
                  bounds_epsilon_fraction=0.5, output="interval", random_state=None, edges=None):
         self.n_bins = n_bins
+        self.columns = columns
         self.edges = edges
         self.strategy = strategy
         self.bounds = bounds
@@ -258,22 +314,45 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
         self.output = output
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = []  # numbers in, Categorical bins out
+        return tags
+
     # -- input handling ----------------------------------------------------
     @staticmethod
     def _numeric_values(frame: pd.DataFrame, name) -> np.ndarray:
+        """The column as float64, rejecting what cannot be binned: non-numbers, NaN and ±inf."""
         col = frame[name]
         dtype = col.dtype
-        if (isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dtype)
-                or not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_complex_dtype(dtype)):
-            raise TypeError(
-                f"Column {name!r} has non-numeric dtype {dtype}; DPKBinsDiscretizer bins numeric "
-                "columns only. Encode categorical columns with a (DP) categorical encoder instead."
-            )
+        hint = ("DPKBinsDiscretizer bins numeric columns only: encode categorical columns with a (DP) categorical "
+                "encoder (DPCategoricalEncoder), giving each step its columns with columns=[...].")
+        kind = pd.api.types.infer_dtype(col, skipna=True) if dtype == object else None
+        if pd.api.types.is_complex_dtype(dtype) or kind == "complex":
+            raise ValueError(f"Complex data not supported: column {name!r} holds complex numbers. {hint}")
+        if kind is not None and kind not in _NUMERIC_KINDS:
+            reason = f"{kind} values"
+            try:
+                col.to_numpy(dtype=np.float64)
+            except TypeError as exc:  # a non-scalar: Python's words name its type ("... not 'dict'")
+                reason = str(exc)
+            except ValueError:  # its words would quote a value of the private data: not in a message
+                pass
+            raise TypeError(f"Column {name!r} has dtype object and non-numeric values ({reason}). {hint}")
+        if kind is None and (isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dtype)
+                             or not pd.api.types.is_numeric_dtype(dtype)):
+            raise TypeError(f"Column {name!r} has non-numeric dtype {dtype}. {hint}")
         values = col.to_numpy(dtype=np.float64, na_value=np.nan)
         if np.isnan(values).any():
             raise ValueError(
                 f"Column {name!r} has missing values (NaN). DPKBinsDiscretizer does not handle them: "
-                "use a separate missing-value encoder step before it."
+                "impute them first, or encode the column with DPCategoricalEncoder(missing='category')."
+            )
+        if np.isinf(values).any():
+            raise ValueError(
+                f"Column {name!r} has infinite values (inf or -inf). They are not measurements and usually "
+                "hide a data error (a division by zero, an overflow); DPKBinsDiscretizer does not clip them "
+                "into the end bins. Fix or drop them first."
             )
         return values
 
@@ -285,7 +364,8 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
                             f"{type(self.edges).__name__}.")
         unknown = set(self.edges) - set(columns)
         if unknown:
-            raise ValueError(f"edges names columns that are not in the data: {sorted(map(str, unknown))}.")
+            raise ValueError(f"edges names columns that are not {param_scope(self.columns, 'in the data')}: "
+                             f"{sorted(map(str, unknown))}.")
         out = {}
         for c, e in self.edges.items():
             if isinstance(e, (str, bytes)) or not np.iterable(e):
@@ -306,8 +386,10 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
             unknown = set(self.n_bins) - set(columns)
             missing = [c for c in columns if c not in self.n_bins and c not in public_edges]
             if unknown or missing:
-                raise ValueError(f"n_bins dict must name exactly the columns; unknown: "
-                                 f"{sorted(map(str, unknown))}, missing: {list(map(str, missing))}.")
+                raise ValueError(f"n_bins dict must name exactly the binned columns "
+                                 f"({'all of X' if self.columns is None else 'columns='}, except those with "
+                                 f"public edges); unknown: {sorted(map(str, unknown))}, missing: "
+                                 f"{list(map(str, missing))}.")
             n_bins = dict(self.n_bins)
         else:
             n_bins = {c: self.n_bins for c in columns}
@@ -326,7 +408,8 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
         elif isinstance(self.bounds, Mapping):
             unknown = set(self.bounds) - set(columns)
             if unknown:
-                raise ValueError(f"bounds names columns that are not in the data: {sorted(map(str, unknown))}.")
+                raise ValueError(f"bounds names columns that are not {param_scope(self.columns, 'in the data')}: "
+                                 f"{sorted(map(str, unknown))}.")
             given = dict(self.bounds)
         else:
             given = {c: self.bounds for c in columns}
@@ -363,11 +446,12 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
 
     # -- fit -----------------------------------------------------------------
     def fit(self, X, y=None):
-        """Choose the bin edges of every column, spending at most ``epsilon``.
+        """Choose the bin edges of every binned column, spending at most ``epsilon``.
 
         Parameters
         ----------
         X : pandas.DataFrame or 2-D numeric array
+            0 rows are accepted when the edges need no data (see Notes).
         y : ignored
 
         Returns
@@ -376,9 +460,8 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
         """
         self._check_params()
         frame = as_frame(X)
-        if frame.shape[0] == 0 or frame.shape[1] == 0:
-            raise ValueError(f"DPKBinsDiscretizer needs at least one row and one column, got shape {frame.shape}.")
-        columns = list(frame.columns)
+        check_has_columns(frame, "DPKBinsDiscretizer")
+        columns = select_columns(self.columns, frame)
         values = {c: self._numeric_values(frame, c) for c in columns}
         n_bins, public, public_edges = self._per_column(columns)
         quantile = self.strategy == "quantile"
@@ -417,10 +500,10 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
             elif share is not None:
                 lower, upper = _dp_bounds(x, eps_bounds, rng, ledger, c)
             else:
-                finite = x[np.isfinite(x)]
-                if finite.size == 0:
-                    raise ValueError(f"Column {c!r} has no finite values to infer bounds from; give bounds.")
-                lower, upper = _widen(float(finite.min()), float(finite.max()))
+                if x.size == 0:
+                    raise ValueError(f"Column {c!r} has no values (0 rows) to read bounds from; give public "
+                                     "bounds (bounds=... or edges=...).")
+                lower, upper = _widen(float(x.min()), float(x.max()))
             bounds[c] = (lower, upper)
             if c in public_edges:
                 edges[c] = public_edges[c].copy()
@@ -429,6 +512,10 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
                 clipped = np.sort(np.clip(x, lower, upper))
                 qs = np.arange(1, k) / k
                 if share is None:
+                    if clipped.size == 0:
+                        raise ValueError(f"Column {c!r} has no values (0 rows) to read quantile bin edges from; "
+                                         "give epsilon (DP quantiles need no minimum number of records) or "
+                                         "public edges=.")
                     interior = np.quantile(clipped, qs)
                 else:
                     eps_q = eps_quant / (k - 1)
@@ -448,12 +535,13 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
             assert ledger.total_epsilon() <= epsilon * (1 + 1e-9)
         if not dp_columns:
             assert len(ledger) == 0  # nothing spent, nothing leaked
+        self.columns_ = columns
         self.bin_edges_ = edges
         self.n_bins_ = n_bins
         self.bounds_ = bounds
         self.privacy_ledger_ = ledger
-        self.feature_names_in_ = np.asarray(columns, dtype=object)
-        self.n_features_in_ = len(columns)
+        self.feature_names_in_ = np.asarray(list(frame.columns), dtype=object)
+        self.n_features_in_ = frame.shape[1]
         self.dtypes_ = {c: frame[c].dtype for c in columns}
         # The stream of inverse_transform's draws, seeded from the fit's generator.
         self._inverse_rng = check_random_state(inverse_state)
@@ -468,40 +556,32 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
         # Bin edges are public or DP-released: synthesizers may take the domain from this dtype.
         return mark_public(pd.CategoricalDtype(cats, ordered=True))
 
-    def _frame_for(self, X, what: str) -> pd.DataFrame:
-        names = list(self.feature_names_in_)
-        frame = as_frame(X, names)
-        if isinstance(X, pd.DataFrame) or isinstance(X, pd.Series):
-            missing = [c for c in names if c not in frame.columns]
-            if missing:
-                raise ValueError(f"{what}: columns {list(map(str, missing))} seen in fit are missing.")
-            return frame[names]
-        if frame.shape[1] != len(names):
-            raise ValueError(f"{what}: X has {frame.shape[1]} columns, fit saw {len(names)}.")
-        return frame
-
     def transform(self, X):
-        """Map every value to its bin; out-of-range values (and ±inf) go to the end bins.
+        """Map every value of the binned columns to its bin; finite out-of-range values go to the end bins.
 
         Parameters
         ----------
         X : pandas.DataFrame or 2-D numeric array
-            The columns seen in fit (a DataFrame is reordered by name).
+            Exactly the columns seen in fit (a DataFrame is matched by name and
+            reordered; an unknown or missing column is a ``ValueError``).
+            NaN or ±inf in a binned column is a ``ValueError`` naming it.
 
         Returns
         -------
-        pandas.DataFrame
-            Same column names; each column a ``Categorical`` with all k bins as categories.
+        pandas.DataFrame or numpy.ndarray
+            Same column names and order; each binned column a ``Categorical``
+            with all k bins as categories, the other columns unchanged. A
+            NumPy array after ``set_output(transform="default")``.
         """
         check_is_fitted(self, "bin_edges_")
-        frame = self._frame_for(X, "transform")
-        out = {}
-        for c in self.feature_names_in_:
+        frame = fitted_frame(X, self.feature_names_in_, "DPKBinsDiscretizer")
+        new = {}
+        for c in self.columns_:
             x = self._numeric_values(frame, c)
             edges = self.bin_edges_[c]
             codes = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, edges.size - 2)
-            out[c] = pd.Categorical.from_codes(codes, dtype=self._categories(c))
-        return pd.DataFrame(out, index=frame.index)
+            new[c] = pd.Categorical.from_codes(codes, dtype=self._categories(c))
+        return self._wrap_output(assemble(frame, new))
 
     def _codes(self, frame: pd.DataFrame, name) -> np.ndarray:
         col = frame[name]
@@ -522,24 +602,38 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
             codes = codes.astype(np.intp)
             if ((codes < -1) | (codes >= k)).any():
                 raise ValueError(f"Column {name!r} has integer codes outside 0..{k - 1}.")
+        elif col.dtype == object or isinstance(col.dtype, pd.IntervalDtype):  # the bins as plain values
+            values = col.to_numpy()
+            codes = expected.get_indexer(pd.Index(values, dtype=object))
+            na = pd.isna(values)
+            if ((codes < 0) & ~na).any():
+                raise ValueError(f"Column {name!r} has values that are not bins of this discretizer.")
         else:
             raise TypeError(f"Column {name!r} must be a Categorical of bins or integer codes, got {col.dtype}.")
         if (codes < 0).any():
             raise ValueError(f"Column {name!r} has missing values; every entry must be a bin.")
         return codes
 
-    def inverse_transform(self, Xt, *, method="uniform"):
-        """Map bins back to numbers.
+    def inverse_transform(self, Xt, *, method="uniform", random_state=None):
+        """Map bins back to numbers; columns that were not binned pass through unchanged.
 
         Parameters
         ----------
         Xt : pandas.DataFrame or 2-D array
-            Categorical columns of bins (as output by :meth:`transform`) or integer codes 0 .. k-1.
+            Exactly the columns seen in fit; binned columns as Categorical
+            columns of bins (as output by :meth:`transform`), integer codes
+            0 .. k-1, or the bins as plain values.
         method : {"uniform", "midpoint"}, default="uniform"
-            ``"uniform"``: a uniform draw within the bin. Draws come from a
-            stream seeded at fit from ``random_state``, so each call gives
-            fresh values and refitting with the same integer ``random_state``
-            reproduces the sequence of calls. ``"midpoint"``: the bin's midpoint.
+            ``"uniform"``: a uniform draw within the bin. ``"midpoint"``: the
+            bin's midpoint (nothing is drawn).
+        random_state : None, int or numpy.random.Generator, default=None
+            Source of the ``"uniform"`` draws. ``None``: a stream seeded at fit
+            from ``random_state``, so each call gives fresh values and
+            refitting with the same integer ``random_state`` reproduces the
+            sequence of calls. An int makes this call reproducible on its own
+            (the same int gives the same output); a Generator is drawn from
+            (and advanced). The draws are public randomness: they do not touch
+            the private data.
 
         Returns
         -------
@@ -552,9 +646,10 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "bin_edges_")
         if method not in ("uniform", "midpoint"):
             raise ValueError(f"method must be 'uniform' or 'midpoint', got {method!r}.")
-        frame = self._frame_for(Xt, "inverse_transform")
-        out = {}
-        for c in self.feature_names_in_:
+        rng = self._inverse_rng if random_state is None else check_random_state(random_state)
+        frame = fitted_frame(Xt, self.feature_names_in_, "DPKBinsDiscretizer", "Xt", keep_object_lists=True)
+        new = {}
+        for c in self.columns_:
             codes = self._codes(frame, c)
             edges = self.bin_edges_[c]
             lo, hi = edges[codes], edges[codes + 1]
@@ -567,26 +662,30 @@ class DPKBinsDiscretizer(TransformerMixin, BaseEstimator):
                 empty = int_lo > int_hi
                 if method == "uniform":
                     span = np.where(empty, 0, int_hi - int_lo)
-                    vals = int_lo + np.floor(self._inverse_rng.uniform(size=codes.size) * (span + 1))
+                    vals = int_lo + np.floor(rng.uniform(size=codes.size) * (span + 1))
                     vals = np.minimum(vals, int_lo + span)
                 else:
                     vals = np.clip(np.round(mid), int_lo, np.maximum(int_hi, int_lo))
                 vals = np.where(empty, np.round(mid), vals)
-                out[c] = pd.Series(vals, index=frame.index).astype(dtype)
             else:
                 if method == "uniform":
-                    vals = lo + self._inverse_rng.uniform(size=codes.size) * (hi - lo)
+                    vals = lo + rng.uniform(size=codes.size) * (hi - lo)
                     # Rounding must not carry a draw onto the (open) upper edge of a bin.
                     last = codes == edges.size - 2
                     vals = np.where(last, np.minimum(vals, hi), np.minimum(vals, np.nextafter(hi, -np.inf)))
                     vals = np.maximum(vals, lo)
                 else:
                     vals = mid
-                out[c] = pd.Series(vals, index=frame.index).astype(dtype)
-        return pd.DataFrame(out, index=frame.index)
+            new[c] = pd.Series(vals, index=frame.index).astype(dtype)
+        return assemble(frame, new)
 
     def get_feature_names_out(self, input_features=None):
-        """Output column names: the input column names.
+        """Output column names: the input column names (binned and passed through), in input order.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None
+            If given, must match ``feature_names_in_``.
 
         Returns
         -------

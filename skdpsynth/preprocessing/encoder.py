@@ -21,11 +21,19 @@ from sklearn.utils.validation import check_is_fitted
 from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
 from ..privacy.metadata import mark_public
 from ..privacy.randomness import noise_generator, warn_reproducible_noise
-from ._input import as_frame
+from ._input import (
+    OutputMixin,
+    as_frame,
+    assemble,
+    check_has_columns,
+    fitted_frame,
+    param_scope,
+    select_columns,
+)
 
 __all__ = ["DPCategoricalEncoder", "dp_threshold", "release_above_threshold"]
 
-_HANDLE_UNKNOWN = ("other", "error")
+_HANDLE_UNKNOWN = ("auto", "other", "error")
 _MISSING = ("category", "error")
 
 
@@ -135,33 +143,52 @@ def _check_number(name, value, *, low, high=None, low_open=True):
     return value
 
 
-class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
+class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Encode categorical columns over a public or differentially private category list.
 
-    Each output column is a pandas ``Categorical`` whose categories are
+    Each encoded column becomes a pandas ``Categorical`` whose categories are
 
     1. the column's category list: given in ``categories`` (public, free), or
        discovered with (ε, δ)-DP from the data when ``epsilon`` is given, or
        (with a :class:`~skdpsynth.privacy.PrivacyLeakWarning`) read from the
        data when it is not;
-    2. then ``other_category`` if ``handle_unknown="other"``;
-    3. then ``missing_category`` if ``missing="category"``.
+    2. then ``other_category`` if the column's ``handle_unknown`` is ``"other"``;
+    3. then ``missing_category`` if the column's ``missing`` is ``"category"``.
 
-    The extra labels are always present when enabled, whether or not the data
-    has unseen or missing values, so each category list is a function of
-    public inputs and DP outputs only. Downstream synthesizers read it from the
-    ``CategoricalDtype`` as the column's public domain.
+    **No extra category unless it is needed or asked for.** By default a
+    column with public categories (or categories read from the data) gets
+    exactly its list: a synthesizer fitted on the output then never produces
+    a value outside it. Only DP-discovered columns get ``other_category`` by
+    default, because thresholding leaves rare values unreleased and they
+    need a category; a synthetic record may then hold ``other_category``,
+    meaning "a value that was not released". Missing values get a category
+    only when asked for (``missing="category"``); otherwise :meth:`fit` and
+    :meth:`transform` raise a ``ValueError`` saying so. An extra label, when
+    enabled, is present whether or not the data needs it, so each category
+    list is a function of public inputs and DP outputs only. Downstream
+    synthesizers read it from the ``CategoricalDtype`` as the column's public
+    domain.
 
     Parameters
     ----------
     categories : dict or None, default=None
         ``{column: list of values}`` for the columns whose categories are
         public. Lists must be non-empty, without duplicates or missing values,
-        and their order is kept. Columns not named here are *not public*.
+        and their order is kept. Encoded columns not named here are *not
+        public*.
+    columns : None or list, default=None
+        The columns to encode; ``None`` encodes every column. The other
+        columns pass through :meth:`transform` and :meth:`inverse_transform`
+        unchanged (values, dtype and position), e.g. the numeric columns a
+        :class:`~skdpsynth.preprocessing.DPKBinsDiscretizer` bins in the same
+        :class:`~skdpsynth.pipeline.SynthesisPipeline`. The dicts
+        ``categories``, ``handle_unknown`` and ``missing`` may only name these
+        columns.
     epsilon : float or None, default=None
-        Total ε for DP category discovery, split evenly over the columns not
-        named in ``categories``. ``None``: those columns' categories are read
-        from the data without DP, with one ``PrivacyLeakWarning``.
+        Total ε for DP category discovery, split evenly over the encoded
+        columns not named in ``categories``. ``None``: those columns'
+        categories are read from the data without DP, with one
+        ``PrivacyLeakWarning``.
     delta : float or None, default=None
         Total δ in (0, 1), split evenly like ``epsilon``; required when some
         column needs DP discovery (thresholding is not pure DP).
@@ -169,15 +196,22 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
         Release threshold τ on the noisy counts; by default the smallest DP
         value :func:`dp_threshold` ``(ε_col, δ_col)``. It may be raised (fewer rare
         values released) but not lowered below that value (``ValueError``).
-    handle_unknown : {"other", "error"}, default="other"
-        Values outside a column's category list: map to ``other_category``,
-        or raise ``ValueError`` in :meth:`transform`.
+    handle_unknown : {"auto", "other", "error"} or dict, default="auto"
+        Values outside a column's category list: ``"other"`` maps them to
+        ``other_category`` (an extra category); ``"error"`` raises a
+        ``ValueError`` in :meth:`transform` (no extra category); ``"auto"`` is
+        ``"other"`` for DP-discovered columns and ``"error"`` for columns with
+        public categories or categories read from the data. A dict
+        ``{column: option}`` sets it per column (columns not named: ``"auto"``).
     other_category : hashable, default="__other__"
         Label of the "other" category; must not be one of the real categories.
-    missing : {"category", "error"}, default="category"
-        Missing values (``None``, ``NaN``, ``pd.NA``): map to
-        ``missing_category``, or raise ``ValueError`` in :meth:`transform`.
-        Missing values are never counted as a category in :meth:`fit`.
+    missing : {"error", "category"} or dict, default="error"
+        Missing values (``None``, ``NaN``, ``pd.NA``): ``"error"`` raises a
+        ``ValueError`` in :meth:`fit` and :meth:`transform`, naming the column
+        and this parameter; ``"category"`` maps them to ``missing_category``
+        (an extra category). A dict ``{column: option}`` sets it per column
+        (columns not named: ``"error"``). Missing values are never counted as
+        a category in :meth:`fit`.
     missing_category : hashable, default="__missing__"
         Label of the missing category; must not be a real category or equal
         ``other_category``.
@@ -186,9 +220,15 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
+    columns_ : list
+        The encoded columns, in input order (all of them for ``columns=None``).
     categories_ : dict
-        ``{column: list}``: the full output category list of each column
-        (public/released values, then the other and missing labels).
+        ``{column: list}``: the full output category list of each encoded
+        column (public/released values, then the other and missing labels
+        when enabled).
+    handle_unknown_, missing_ : dict
+        ``{column: option}``: the option in force for each encoded column
+        (``"auto"`` resolved).
     thresholds_ : dict
         ``{column: τ}`` for the DP-discovered columns (public: a function of
         the parameters only).
@@ -196,10 +236,12 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
         One ``"approx"`` entry (mechanism ``"laplace-threshold"``) per
         DP-discovered column; empty otherwise.
     feature_names_in_ : ndarray of object
-        Column names seen in :meth:`fit` (``x0, x1, ...`` for arrays).
+        Names of all the input columns, encoded or passed through (``x0, x1,
+        ...`` for arrays).
     n_features_in_ : int
     dtypes_ : dict
-        ``{column: dtype}`` of the input, used by :meth:`inverse_transform`.
+        ``{column: dtype}`` of the encoded input columns, used by
+        :meth:`inverse_transform`.
 
     Notes
     -----
@@ -228,32 +270,57 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
     leaks nothing beyond the released set. The noisy counts are discarded.
     Error messages at fit time never list values read from private data.
 
+    **Empty input.** 0 rows are accepted: public categories need no data,
+    and DP discovery runs its mechanism on the empty counts (it releases
+    nothing, leaving the ``other_category``). Categories read from the data
+    without DP cannot be read from 0 rows: the column has no categories, a
+    ``ValueError``.
+
+    **Columns.** :meth:`transform` and :meth:`inverse_transform` take exactly
+    the columns seen in :meth:`fit` (by name for a DataFrame, in any order; by
+    count for an array); anything else is a ``ValueError``.
+
     :meth:`inverse_transform` maps ``missing_category`` back to a missing
     value (``NaN`` for numeric columns, ``None`` otherwise) and
     ``other_category`` to the ``other_category`` label itself, which forces
-    an ``object`` column for numeric, boolean or categorical inputs.
+    an ``object`` column for numeric, boolean or categorical inputs. It
+    draws nothing, so it ignores ``random_state``.
+
+    **Output container.** :meth:`transform` returns a DataFrame;
+    ``set_output(transform="default")`` makes it return a NumPy array of the
+    labels (``DataFrame.to_numpy()``), which :meth:`inverse_transform` also
+    accepts, and ``set_output(transform="pandas")`` keeps the DataFrame.
 
     Examples
     --------
     >>> import pandas as pd
     >>> from skdpsynth.preprocessing.encoder import DPCategoricalEncoder
-    >>> X = pd.DataFrame({"color": ["red", "blue", "green", None], "size": [1, 2, 2, 3]})
-    >>> enc = DPCategoricalEncoder(categories={"color": ["red", "blue"], "size": [1, 2, 3]})
+    >>> X = pd.DataFrame({"color": ["red", "blue", "blue", None], "size": [1, 2, 2, 3]})
+    >>> enc = DPCategoricalEncoder(categories={"color": ["red", "blue"], "size": [1, 2, 3]},
+    ...                            missing={"color": "category"})
     >>> Xt = enc.fit_transform(X)
     >>> list(Xt["color"])
-    ['red', 'blue', '__other__', '__missing__']
-    >>> enc.categories_["size"]
-    [1, 2, 3, '__other__', '__missing__']
+    ['red', 'blue', 'blue', '__missing__']
+    >>> enc.categories_["size"]  # public categories: exactly the list
+    [1, 2, 3]
     >>> len(enc.privacy_ledger_)
     0
     >>> enc.inverse_transform(Xt)["size"].tolist()
     [1, 2, 2, 3]
+
+    Only the columns in ``columns=`` are encoded; the others pass through:
+
+    >>> enc = DPCategoricalEncoder({"size": [1, 2, 3]}, columns=["size"]).fit(X)
+    >>> out = enc.transform(X)
+    >>> out["color"].equals(X["color"]), isinstance(out["size"].dtype, pd.CategoricalDtype)
+    (True, True)
     """
 
-    def __init__(self, categories=None, *, epsilon=None, delta=None, threshold=None,
-                 handle_unknown="other", other_category="__other__", missing="category",
+    def __init__(self, categories=None, *, columns=None, epsilon=None, delta=None, threshold=None,
+                 handle_unknown="auto", other_category="__other__", missing="error",
                  missing_category="__missing__", random_state=None):
         self.categories = categories
+        self.columns = columns
         self.epsilon = epsilon
         self.delta = delta
         self.threshold = threshold
@@ -267,30 +334,32 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.categorical = True
         tags.input_tags.string = True
-        tags.input_tags.allow_nan = True
+        # Missing values are accepted only when every column gives them a category.
+        tags.input_tags.allow_nan = isinstance(self.missing, str) and self.missing == "category"
+        tags.transformer_tags.preserves_dtype = []  # labels in, Categorical out
         return tags
 
     # -- validation -----------------------------------------------------------
-    def _check_params(self, columns) -> dict:
-        if self.handle_unknown not in _HANDLE_UNKNOWN:
-            raise ValueError(f"handle_unknown must be one of {_HANDLE_UNKNOWN}, got {self.handle_unknown!r}.")
-        if self.missing not in _MISSING:
-            raise ValueError(f"missing must be one of {_MISSING}, got {self.missing!r}.")
-        extra = []
-        for name, enabled in (("other_category", self.handle_unknown == "other"),
-                              ("missing_category", self.missing == "category")):
-            label = getattr(self, name)
-            if not enabled:
-                continue
-            try:
-                hash(label)
-            except TypeError:
-                raise ValueError(f"{name} must be hashable, got {label!r}.") from None
-            if _is_na_scalar(label):
-                raise ValueError(f"{name} must not be a missing value, got {label!r}.")
-            extra.append(label)
-        if len(extra) == 2 and extra[0] == extra[1]:
-            raise ValueError(f"other_category and missing_category must differ, both are {extra[0]!r}.")
+    def _per_column_option(self, name: str, value, allowed, default, columns) -> dict:
+        """``{column: option}`` from a single option or a dict (columns not named get ``default``)."""
+        if isinstance(value, Mapping):
+            unknown = [k for k in value if k not in set(columns)]
+            if unknown:
+                raise ValueError(f"{name} names columns that are not {param_scope(self.columns)}: {unknown}.")
+            out = {c: value.get(c, default) for c in columns}
+        else:
+            out = {c: value for c in columns}
+        for c, option in out.items():
+            if not isinstance(option, str) or option not in allowed:
+                raise ValueError(f"{name} must be one of {allowed} (or a dict {{column: option}}), got {option!r}"
+                                 + (f" for column {c!r}." if isinstance(value, Mapping) else "."))
+        return out
+
+    def _check_params(self, columns) -> tuple[dict, dict, dict]:
+        """Public categories, and the handle_unknown / missing option of each column ("auto" unresolved)."""
+        handle_unknown = self._per_column_option("handle_unknown", self.handle_unknown, _HANDLE_UNKNOWN, "auto",
+                                                 columns)
+        missing = self._per_column_option("missing", self.missing, _MISSING, "error", columns)
         if self.epsilon is None:
             if self.delta is not None:
                 raise ValueError("delta was given without epsilon; give epsilon too (or neither).")
@@ -307,7 +376,7 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
             raise TypeError(f"categories must be a dict {{column: list}} or None, got {type(given).__name__}.")
         unknown = [k for k in given if k not in set(columns)]
         if unknown:
-            raise ValueError(f"categories names columns that are not in X: {unknown}.")
+            raise ValueError(f"categories names columns that are not {param_scope(self.columns)}: {unknown}.")
         public = {}
         for col, values in given.items():
             if isinstance(values, (str, bytes)) or not np.iterable(values):
@@ -326,14 +395,31 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
                 dup = list(index[index.duplicated()].unique())
                 raise ValueError(f"categories[{col!r}] has duplicate values: {dup}.")
             public[col] = values
-        return public
+        return public, handle_unknown, missing
 
-    def _full_categories(self, col, values: list, *, private: bool) -> list:
-        """Append the other/missing labels, checking they do not collide."""
+    def _check_labels(self, handle_unknown: dict, missing: dict) -> None:
+        extra = []
+        for name, enabled in (("other_category", "other" in handle_unknown.values()),
+                              ("missing_category", "category" in missing.values())):
+            label = getattr(self, name)
+            if not enabled:
+                continue
+            try:
+                hash(label)
+            except TypeError:
+                raise ValueError(f"{name} must be hashable, got {label!r}.") from None
+            if _is_na_scalar(label):
+                raise ValueError(f"{name} must not be a missing value, got {label!r}.")
+            extra.append(label)
+        if len(extra) == 2 and extra[0] == extra[1]:
+            raise ValueError(f"other_category and missing_category must differ, both are {extra[0]!r}.")
+
+    def _full_categories(self, col, values: list, *, private: bool, dp: bool) -> list:
+        """Append the other/missing labels the column has, checking they do not collide."""
         index = pd.Index(values, dtype=object)
         out = list(values)
-        for name, enabled in (("other_category", self.handle_unknown == "other"),
-                              ("missing_category", self.missing == "category")):
+        for name, enabled in (("other_category", self.handle_unknown_[col] == "other"),
+                              ("missing_category", self.missing_[col] == "category")):
             if not enabled:
                 continue
             label = getattr(self, name)
@@ -342,18 +428,21 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
                 raise ValueError(f"{name}={label!r} is {where} in column {col!r}; choose another label.")
             out.append(label)
         if not out:
-            raise ValueError(f"Column {col!r} has no categories: nothing was released and "
-                             "handle_unknown='error', missing='error' add none.")
+            why = "no value was released" if dp else "the data has no values to read them from"
+            raise ValueError(f"Column {col!r} has no categories: {why}, and its handle_unknown="
+                             f"{self.handle_unknown_[col]!r} and missing={self.missing_[col]!r} add none. Give "
+                             "public categories, or set handle_unknown='other' or missing='category' for it.")
         return out
 
     # -- fit -------------------------------------------------------------------
     def fit(self, X, y=None):
-        """Determine each column's category list, spending the DP budget once.
+        """Determine each encoded column's category list, spending the DP budget once.
 
         Parameters
         ----------
         X : pandas.DataFrame or 2-D array-like
             Categorical-ish columns (strings, ints, bools, Categorical, object).
+            0 rows are accepted (see Notes).
         y : ignored
 
         Returns
@@ -361,18 +450,26 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
         self
         """
         frame = as_frame(X, keep_object_lists=True)
-        if frame.shape[1] == 0:
-            raise ValueError("X has no columns.")
-        if len(frame) == 0:
-            raise ValueError("X has no records (0 rows).")
-        columns = list(frame.columns)
-        public = self._check_params(columns)
+        check_has_columns(frame, "DPCategoricalEncoder")
+        columns = select_columns(self.columns, frame)
+        public, handle_unknown, missing = self._check_params(columns)
         to_discover = [c for c in columns if c not in public]
         dp = self.epsilon is not None and bool(to_discover)
         if dp and self.delta is None:
             raise ValueError(
                 "DP category discovery (thresholded Laplace counts) is (epsilon, delta)-DP and needs "
                 f"delta > 0; give delta in (0, 1) or public categories for columns {to_discover}.")
+        # "auto": an "other" category only where DP thresholding may leave values unreleased.
+        handle_unknown = {c: ("other" if dp and c in to_discover else "error") if h == "auto" else h
+                          for c, h in handle_unknown.items()}
+        self._check_labels(handle_unknown, missing)
+        for col in columns:  # before any budget is spent
+            if missing[col] == "error" and frame[col].isna().any():
+                raise ValueError(
+                    f"Column {col!r} has missing values (None/NaN), and missing values get no category unless "
+                    f"asked for (missing='error', the default). Declare them with missing='category' (or "
+                    f"missing={{{col!r}: 'category'}} for this column only): they then map to the category "
+                    f"{self.missing_category!r}.")
 
         ledger = PrivacyLedger()
         thresholds = {}
@@ -398,7 +495,7 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
                 ledger.add(f"categories of column {col!r}", "laplace-threshold",
                            epsilon=eps_col, delta=delta_col, sensitivity=1.0,
                            scale=1.0 / eps_col, n_values=len(released[col]), threshold=tau)
-            del counts
+                del counts
             self._check_ledger(ledger)
         else:
             for col in to_discover:
@@ -411,15 +508,18 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
                     description=f"DPCategoricalEncoder: the categories of columns {[str(c) for c in to_discover]} "
                     "read from the data", columns=[str(c) for c in to_discover])
 
+        self.handle_unknown_ = handle_unknown
+        self.missing_ = missing
         self.categories_ = {
-            col: self._full_categories(col, public[col], private=False) if col in public
-            else self._full_categories(col, released[col], private=True)
+            col: self._full_categories(col, public[col], private=False, dp=False) if col in public
+            else self._full_categories(col, released[col], private=True, dp=dp)
             for col in columns
         }
+        self.columns_ = columns
         self.thresholds_ = thresholds
         self.privacy_ledger_ = ledger
-        self.feature_names_in_ = np.asarray(columns, dtype=object)
-        self.n_features_in_ = len(columns)
+        self.feature_names_in_ = np.asarray(list(frame.columns), dtype=object)
+        self.n_features_in_ = frame.shape[1]
         self.dtypes_ = {col: frame[col].dtype for col in columns}
         return self
 
@@ -433,61 +533,58 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
     # -- transform -------------------------------------------------------------
     def _input_frame(self, X, what) -> pd.DataFrame:
         check_is_fitted(self, "categories_")
-        names = list(self.feature_names_in_)
-        if isinstance(X, pd.DataFrame):
-            frame = as_frame(X, what=what, keep_object_lists=True)
-            absent = [c for c in names if c not in set(frame.columns)]
-            extra = [c for c in frame.columns if c not in set(names)]
-            if absent or extra:
-                raise ValueError(f"{what} columns differ from those seen in fit: missing {absent}, "
-                                 f"unexpected {extra}.")
-            return frame[names]
-        frame = as_frame(X, what=what, keep_object_lists=True)
-        if frame.shape[1] != self.n_features_in_:
-            raise ValueError(f"{what} has {frame.shape[1]} columns, expected {self.n_features_in_}.")
-        frame.columns = names
-        return frame
+        return fitted_frame(X, self.feature_names_in_, "DPCategoricalEncoder", what, keep_object_lists=True)
+
+    def _n_real(self, col) -> int:
+        return (len(self.categories_[col]) - (self.handle_unknown_[col] == "other")
+                - (self.missing_[col] == "category"))
 
     def transform(self, X):
-        """Map each column onto its category list.
+        """Map each encoded column onto its category list; the other columns pass through.
 
         Parameters
         ----------
         X : pandas.DataFrame or 2-D array-like
-            Same columns as in :meth:`fit`.
+            Exactly the columns seen in :meth:`fit` (a DataFrame is matched by
+            name; an unknown or missing column is a ``ValueError``).
 
         Returns
         -------
-        pandas.DataFrame
-            Same column names and index; each column a ``Categorical`` with
-            ``categories_[column]`` as categories.
+        pandas.DataFrame or numpy.ndarray
+            Same column names and index; each encoded column a ``Categorical``
+            with ``categories_[column]`` as categories. A NumPy array after
+            ``set_output(transform="default")``.
         """
         frame = self._input_frame(X, "X")
-        out = {}
-        for col in frame.columns:
+        new = {}
+        for col in self.columns_:
             cats = self.categories_[col]
-            n_real = len(cats) - (self.handle_unknown == "other") - (self.missing == "category")
+            n_real = self._n_real(col)
             values = frame[col].astype(object)
             missing = values.isna().to_numpy()
             codes = pd.Index(cats[:n_real], dtype=object).get_indexer(values)
+            if missing.any():
+                if self.missing_[col] == "error":
+                    raise ValueError(f"Column {col!r} has {int(missing.sum())} missing values (None/NaN), and "
+                                     "missing values get no category unless asked for (missing='error'). Declare "
+                                     f"them with missing='category' (or missing={{{col!r}: 'category'}}) when "
+                                     "fitting.")
+                codes[missing] = len(cats) - 1
             unknown = (codes < 0) & ~missing
             if unknown.any():
-                if self.handle_unknown == "error":
+                if self.handle_unknown_[col] == "error":
                     bad = pd.unique(values[unknown])[:5].tolist()
-                    raise ValueError(f"Column {col!r} has values not among its categories, e.g. {bad}; "
-                                     "use handle_unknown='other' to map them to other_category.")
+                    raise ValueError(f"Column {col!r} has values not among its categories, e.g. {bad}. Its "
+                                     "categories are exact (handle_unknown='error'); set handle_unknown='other' "
+                                     f"(or handle_unknown={{{col!r}: 'other'}}) to map such values to the "
+                                     f"category {self.other_category!r}.")
                 codes[unknown] = n_real
-            if missing.any():
-                if self.missing == "error":
-                    raise ValueError(f"Column {col!r} has {int(missing.sum())} missing values; "
-                                     "use missing='category' to map them to missing_category.")
-                codes[missing] = len(cats) - 1
             # Public or DP-released categories: synthesizers may take the domain from this dtype.
             dtype = mark_public(pd.CategoricalDtype(pd.Index(cats, dtype=object), ordered=False))
-            out[col] = pd.Categorical.from_codes(codes, dtype=dtype)
-        return pd.DataFrame(out, index=frame.index, columns=frame.columns)
+            new[col] = pd.Categorical.from_codes(codes, dtype=dtype)
+        return self._wrap_output(assemble(frame, new))
 
-    def inverse_transform(self, X):
+    def inverse_transform(self, X, *, random_state=None):
         """Map encoded columns back to the input's values and dtypes where possible.
 
         Real categories come back as themselves with the column's original
@@ -496,23 +593,28 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
         otherwise); ``other_category`` stays as its label, which makes
         numeric, boolean and categorical columns ``object``. A categorical
         input column keeps its original categories when every value fits.
+        Columns that were not encoded pass through unchanged.
 
         Parameters
         ----------
         X : pandas.DataFrame or 2-D array-like
             Encoded data, e.g. the output of :meth:`transform` or a synthetic
-            sample of it.
+            sample of it (exactly the columns seen in :meth:`fit`).
+        random_state : None, int or numpy.random.Generator, default=None
+            Ignored: the mapping back is deterministic (nothing is drawn).
+            Accepted so that every step of a
+            :class:`~skdpsynth.pipeline.SynthesisPipeline` takes it.
 
         Returns
         -------
         pandas.DataFrame
         """
         frame = self._input_frame(X, "X")
-        out = {}
-        for col in frame.columns:
+        new = {}
+        for col in self.columns_:
             cats = self.categories_[col]
-            has_o, has_m = self.handle_unknown == "other", self.missing == "category"
-            n_real = len(cats) - has_o - has_m
+            has_o, has_m = self.handle_unknown_[col] == "other", self.missing_[col] == "category"
+            n_real = self._n_real(col)
             values = frame[col].astype(object)
             na = values.isna().to_numpy()
             codes = pd.Index(cats, dtype=object).get_indexer(values)
@@ -527,8 +629,8 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
             result[real] = np.asarray(cats, dtype=object)[codes[real]]
             result[other] = self.other_category if has_o else None
             result[missing] = None
-            out[col] = self._restore(result, self.dtypes_[col], other.any(), missing.any())
-        return pd.DataFrame(out, index=frame.index, columns=frame.columns)
+            new[col] = self._restore(result, self.dtypes_[col], other.any(), missing.any()).set_axis(frame.index)
+        return assemble(frame, new)
 
     @staticmethod
     def _restore(values: np.ndarray, dtype, has_other: bool, has_missing: bool) -> pd.Series:
@@ -557,7 +659,7 @@ class DPCategoricalEncoder(TransformerMixin, BaseEstimator):
             return series
 
     def get_feature_names_out(self, input_features=None):
-        """Output feature names: the input column names (one column per input column).
+        """Output feature names: the input column names, encoded and passed through, in input order.
 
         Parameters
         ----------

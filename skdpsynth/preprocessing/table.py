@@ -26,7 +26,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..privacy import PrivacyLedger, PrivacyLeakWarning, warn_privacy_leak
 from ..privacy.metadata import mark_public
 from ..privacy.randomness import ReproducibleNoiseWarning, child_random_states, warn_reproducible_noise
-from ._input import as_frame
+from ..utils import check_random_state
+from ._input import OutputMixin, as_frame, check_has_columns, fitted_frame
 from .discretizer import DPKBinsDiscretizer
 from .encoder import DPCategoricalEncoder
 
@@ -279,8 +280,8 @@ def schema_from_json(path_or_str) -> dict:
 
 
 # -- the transformer ---------------------------------------------------------------------------------
-def _route(schema: dict, frame: pd.DataFrame, n_bins: int, strategy: str) -> dict:
-    """Each column's effective spec, from public information only: the schema and the dtypes."""
+def _route(schema: dict, frame: pd.DataFrame, n_bins: int, strategy: str, dp: bool = False) -> dict:
+    """Each column's effective spec, from public information only: the schema, the dtypes and whether DP is on."""
     specs = {}
     for c in frame.columns:
         spec = schema.get(c)
@@ -296,12 +297,13 @@ def _route(schema: dict, frame: pd.DataFrame, n_bins: int, strategy: str) -> dic
                     "n_bins": len(edges) - 1 if edges is not None else spec.get("n_bins", n_bins),
                     "strategy": spec.get("strategy", strategy), "edges": edges}
         else:
-            # Public categories are exact by default; discovered ones need the extra labels
-            # (DP discovery drops rare values; missing values may occur).
-            public = spec.get("categories") is not None
+            # DPCategoricalEncoder's defaults: no extra category unless needed or asked for. Only categories
+            # discovered with DP need "__other__" (thresholding leaves rare values unreleased); public ones
+            # and ones read from the data are exact; missing values get a category only when declared.
+            discovered = spec.get("categories") is None and dp
             spec = {"type": "categorical", "categories": spec.get("categories"),
-                    "handle_unknown": spec.get("handle_unknown", "error" if public else "other"),
-                    "missing": spec.get("missing", "error" if public else "category")}
+                    "handle_unknown": spec.get("handle_unknown", "other" if discovered else "error"),
+                    "missing": spec.get("missing", "error")}
         specs[c] = spec
     return specs
 
@@ -352,7 +354,7 @@ def private_metadata(schema, X, *, n_bins: int = 10, strategy: str = "uniform") 
     return out
 
 
-class TableDiscretizer(TransformerMixin, BaseEstimator):
+class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Discretize a whole mixed table onto public domains, under one (ε, δ) budget.
 
     Numeric columns are binned by a
@@ -379,13 +381,15 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
           "missing": m}`` (all but ``type`` optional: without ``categories``
           they are discovered). ``handle_unknown`` (``"other"`` or
           ``"error"``) and ``missing`` (``"category"`` or ``"error"``) are
-          those of ``DPCategoricalEncoder``: ``"other"`` / ``"category"`` add
-          the ``"__other__"`` / ``"__missing__"`` category. Defaults: public
-          categories are **exact** (``"error"``, ``"error"``: the output
-          domain is the given list, and :meth:`transform` raises on values
-          outside it or missing values); discovered categories get both extra
-          labels (``"other"``, ``"category"``), since DP discovery drops rare
-          values;
+          those of ``DPCategoricalEncoder``, with its defaults: ``"other"`` /
+          ``"category"`` add the ``"__other__"`` / ``"__missing__"``
+          category. Public categories are **exact** by default (the output
+          domain is the given list, and values outside it raise); categories
+          discovered with DP get ``"__other__"`` (DP discovery leaves rare
+          values unreleased); categories read from the data without DP are
+          exact. Missing values get ``"__missing__"`` only when the spec says
+          ``"missing": "category"``; otherwise :meth:`fit` and
+          :meth:`transform` raise a ``ValueError`` saying so;
         * a bare list: shorthand for the categories of a categorical column.
           A list is **always** categorical, even ``[0, 100]``: numeric bounds
           need the dict form (a bare tuple is rejected as ambiguous);
@@ -422,7 +426,7 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
         Categories of binned columns: ``pd.Interval`` bins or codes 0 .. k-1.
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the sub-steps' DP noise and the ``method="uniform"`` draws of
-        :meth:`inverse_transform`.
+        :meth:`inverse_transform` (unless that call gets its own ``random_state``).
 
     Attributes
     ----------
@@ -477,16 +481,31 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
     with one discretizer. The fit
     checks that the composed ledger spends at most (``epsilon``, ``delta``).
 
-    **Missing values.** Categorical columns with ``missing="category"`` map
-    missing values to the ``"__missing__"`` category, and with
-    ``handle_unknown="other"`` values outside their categories to
+    **Missing and infinite values.** Categorical columns with ``"missing":
+    "category"`` map missing values to the ``"__missing__"`` category, and
+    with ``"handle_unknown": "other"`` values outside their categories to
     ``"__other__"``; when enabled, the label is always in the category list
-    (whether or not the data needs it), so the domain stays public. Numeric
-    columns must not contain missing values: :meth:`fit` and
-    :meth:`transform` raise a ``ValueError`` naming the column (no rows are
-    dropped). Impute them first, or declare the column categorical with
-    ``"missing": "category"``. ±inf and out-of-range values are
-    clipped into the end bins.
+    (whether or not the data needs it), so the domain stays public. Without
+    them, missing values (:meth:`fit`, :meth:`transform`) and unknown values
+    (:meth:`transform`) raise a ``ValueError`` naming the column and the
+    spec key to set. Numeric columns must not contain missing or infinite
+    values: :meth:`fit` and :meth:`transform` raise a ``ValueError`` naming
+    the column (no rows are dropped, and ±inf, never a real measurement, is
+    not clipped). Impute missing values first, or declare the column
+    categorical with ``"missing": "category"``. Finite out-of-range values
+    are clipped into the end bins.
+
+    **Empty input and columns.** A table with 0 rows is accepted when the
+    sub-steps accept it (public metadata, DP quantiles, DP category
+    discovery; see them): the fit does not depend on whether the data are
+    empty. :meth:`transform` and :meth:`inverse_transform` take exactly the
+    columns seen in :meth:`fit` (by name for a DataFrame, in any order);
+    anything else is a ``ValueError``.
+
+    **Output container.** :meth:`transform` returns a DataFrame;
+    ``set_output(transform="default")`` makes it return a NumPy array of the
+    values (codes with ``output="code"``, else ``Interval`` bins and labels),
+    which :meth:`inverse_transform` also accepts.
 
     **Inverse transform.** Binned columns come back as numbers drawn in
     their bin (or bin midpoints), with their original dtype; categorical
@@ -513,6 +532,8 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
     >>> back = table.inverse_transform(Xt, method="midpoint")
     >>> back["age"].tolist(), back["city"].tolist(), back["income"].tolist()
     ([25, 35, 45, 65], ['Oslo', 'Rome', 'Oslo', 'Lima'], [1.0, 3.0, 3.0, 7.0])
+    >>> table.inverse_transform(Xt, random_state=3).equals(table.inverse_transform(Xt, random_state=3))
+    True
     >>> table.schema_["income"]
     {'type': 'numeric', 'bounds': [0.0, 8.0], 'n_bins': 4, 'strategy': 'uniform'}
     """
@@ -532,7 +553,9 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.categorical = True
         tags.input_tags.string = True
-        tags.input_tags.allow_nan = True
+        # NaN is rejected in numeric columns, and in categorical ones unless their spec gives it a category.
+        tags.input_tags.allow_nan = False
+        tags.transformer_tags.preserves_dtype = []  # Categorical out
         return tags
 
     # -- JSON ----------------------------------------------------------------------------------------
@@ -593,24 +616,32 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
 
     def _frame_for(self, X, what) -> pd.DataFrame:
         check_is_fitted(self, "schema_")
-        names = list(self.feature_names_in_)
-        frame = as_frame(X, names, what)
-        missing = [c for c in names if c not in set(frame.columns)]
-        extra = [c for c in frame.columns if c not in set(names)]
-        if missing or extra:
-            raise ValueError(f"{what}: columns differ from those seen in fit: missing {missing}, "
-                             f"unexpected {extra}.")
-        return frame[names]
+        return fitted_frame(X, self.feature_names_in_, "TableDiscretizer", "X" if what == "transform" else "Xt")
 
     @staticmethod
     def _check_no_nan(frame, columns, what):
         for c in columns:
             if frame[c].isna().any():
                 raise ValueError(
-                    f"{what}: numeric column {c!r} has missing values. TableDiscretizer does not drop rows: "
+                    f"{what}: numeric column {c!r} has missing values (NaN). TableDiscretizer does not drop rows: "
                     "impute them first, or declare the column categorical in the schema "
                     "({'type': 'categorical', 'missing': 'category'}) so missing values get their own "
                     "'__missing__' category.")
+            values = frame[c].to_numpy(dtype=np.float64, na_value=np.nan)
+            if np.isinf(values).any():
+                raise ValueError(
+                    f"{what}: numeric column {c!r} has infinite values (inf or -inf). They are not measurements "
+                    "and usually hide a data error (a division by zero, an overflow); TableDiscretizer does not "
+                    "clip them into the end bins. Fix or drop them first.")
+
+    @staticmethod
+    def _check_missing_categories(frame, specs, columns, what):
+        for c in columns:
+            if specs[c]["missing"] == "error" and frame[c].isna().any():
+                raise ValueError(
+                    f"{what}: categorical column {c!r} has missing values, and missing values get no category "
+                    "unless the schema asks for one. Declare them in its spec ({'type': 'categorical', "
+                    "'missing': 'category'}): they then map to the '__missing__' category.")
 
     # -- fit -----------------------------------------------------------------------------------------
     def fit(self, X, y=None):
@@ -629,17 +660,17 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
         self._check_params()
         schema = normalize_schema(self.schema)
         frame = as_frame(X)
-        if frame.shape[0] == 0 or frame.shape[1] == 0:
-            raise ValueError(f"TableDiscretizer needs at least one row and one column, got shape {frame.shape}.")
+        check_has_columns(frame, "TableDiscretizer")
         columns = list(frame.columns)
         absent = [c for c in schema if c not in set(columns)]
         if absent:
             raise ValueError(f"schema names columns that are not in X: {absent}. X has columns {columns}.")
 
-        specs = _route(schema, frame, int(self.n_bins), self.strategy)
+        specs = _route(schema, frame, int(self.n_bins), self.strategy, dp=self.epsilon is not None)
         numeric = [c for c in columns if specs[c]["type"] == "numeric"]
         categorical = [c for c in columns if specs[c]["type"] == "categorical"]
         self._check_no_nan(frame, numeric, "fit")
+        self._check_missing_categories(frame, specs, categorical, "fit")
         numeric_needs_dp = _numeric_needs_dp
 
         groups = {s: [c for c in numeric if specs[c]["strategy"] == s] for s in _STRATEGIES}
@@ -687,7 +718,7 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
                     n_bins={c: specs[c]["n_bins"] for c in cols}, strategy=s, bounds=bounds or None,
                     epsilon=eps_g, output=self.output, random_state=next(sub_states),
                     edges=edges or None)
-                disc.fit(frame[cols])
+                disc.set_output(transform="pandas").fit(frame[cols])
                 ledger.extend(disc.privacy_ledger_)
                 discretizers[s] = disc
             if categorical:
@@ -698,7 +729,7 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
                     categories=public or None, epsilon=eps_cat, delta=delta_cat, handle_unknown="other",
                     other_category=_OTHER, missing="category", missing_category=_MISSING_LABEL,
                     random_state=next(sub_states))
-                encoder.fit(frame[categorical])
+                encoder.set_output(transform="pandas").fit(frame[categorical])
                 ledger.extend(encoder.privacy_ledger_)
         leaks = [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
         for w in caught:  # anything else the sub-steps said is passed on unchanged (the seed warning was said above)
@@ -769,12 +800,15 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : pandas.DataFrame
-            The columns seen in :meth:`fit` (any order).
+            Exactly the columns seen in :meth:`fit` (any order; an unknown or
+            missing column is a ``ValueError``).
 
         Returns
         -------
-        pandas.DataFrame
-            The columns in fit order, each a ``Categorical`` with its full public category list.
+        pandas.DataFrame or numpy.ndarray
+            The columns in fit order, each a ``Categorical`` with its full
+            public category list; a NumPy array after
+            ``set_output(transform="default")``.
         """
         frame = self._frame_for(X, "transform")
         self._check_no_nan(frame, self.numeric_columns_, "transform")
@@ -806,18 +840,24 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
         # re-infer, e.g. object strings -> "str").
         columns = [parts[c].rename(c) if isinstance(parts[c], pd.Series) else pd.Series(parts[c], index=frame.index, name=c)
                    for c in self.feature_names_in_]
-        return pd.concat(columns, axis=1)
+        return self._wrap_output(pd.concat(columns, axis=1))
 
-    def inverse_transform(self, Xt, method="uniform"):
+    def inverse_transform(self, Xt, method="uniform", *, random_state=None):
         """Map binned/encoded records back to the original column names, order and dtypes.
 
         Parameters
         ----------
-        Xt : pandas.DataFrame
+        Xt : pandas.DataFrame or 2-D array
             Output of :meth:`transform`, or synthetic records over the same columns.
         method : {"uniform", "midpoint"}, default="uniform"
-            For binned columns: a uniform draw within the bin (from a stream
-            seeded at fit) or the bin's midpoint. Integer columns stay integer.
+            For binned columns: a uniform draw within the bin or the bin's
+            midpoint. Integer columns stay integer.
+        random_state : None, int or numpy.random.Generator, default=None
+            Source of the ``"uniform"`` draws. ``None``: the streams seeded at
+            fit (fresh values at each call; refitting with the same integer
+            ``random_state`` reproduces the sequence of calls). An int makes
+            this call reproducible on its own (the same int gives the same
+            output); a Generator is drawn from (and advanced).
 
         Returns
         -------
@@ -826,9 +866,10 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
         if method not in ("uniform", "midpoint"):
             raise ValueError(f"method must be 'uniform' or 'midpoint', got {method!r}.")
         frame = self._frame_for(Xt, "inverse_transform")
+        rng = None if random_state is None else check_random_state(random_state)
         parts = {}
         for s, cols in self._groups.items():
-            out = self.discretizers_[s].inverse_transform(frame[cols], method=method)
+            out = self.discretizers_[s].inverse_transform(frame[cols], method=method, random_state=rng)
             parts.update({c: out[c].set_axis(frame.index) for c in cols})
         if self.encoder_ is not None:
             # The encoder reads the values (labels), so exact columns need no extra categories back.
@@ -841,7 +882,12 @@ class TableDiscretizer(TransformerMixin, BaseEstimator):
         return pd.concat(columns, axis=1)
 
     def get_feature_names_out(self, input_features=None):
-        """Output column names: the input column names.
+        """Output column names: the input column names, in input order.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None
+            If given, must match ``feature_names_in_``.
 
         Returns
         -------

@@ -13,7 +13,7 @@ from .accounting import (
     laplace_scale,
     pure_to_zcdp,
 )
-from .ledger import BudgetExceededError, LedgerEntry, PrivacyLedger
+from .ledger import BudgetExceededError, Guarantee, LedgerEntry, PrivacyLedger
 from .mechanisms import (
     exponential_mechanism,
     exponential_mechanism_probabilities,
@@ -38,6 +38,7 @@ __all__ = [
     "BudgetExceededError",
     "LedgerEntry",
     "PrivacyLedger",
+    "Guarantee",
     "PrivacyLeakWarning",
     "ReproducibleNoiseWarning",
     "SystemRandomGenerator",

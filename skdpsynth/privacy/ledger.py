@@ -11,13 +11,28 @@ import pandas as pd
 
 from .accounting import cdp_epsilon
 
-__all__ = ["LedgerEntry", "PrivacyLedger", "BudgetExceededError"]
+__all__ = ["LedgerEntry", "PrivacyLedger", "Guarantee", "BudgetExceededError"]
 
 _KINDS = ("zcdp", "pure", "approx", "leak")
 _COLUMNS = [
     "description", "mechanism", "accounting", "rho", "epsilon",
     "delta", "sensitivity", "scale", "party", "n_values",
 ]
+
+
+def _short_of_delta(delta: float, approx_delta: float, rho: float) -> str:
+    """Why no (ε, δ) guarantee exists at ``delta``, and which δ to ask for instead."""
+    if approx_delta == 0:  # zCDP entries and delta == 0
+        return (f"delta=0 cannot be reached from the zCDP entries (rho={rho:.6g}): ask for delta > 0, or "
+                "record pure epsilon-DP entries only for a pure guarantee.")
+    relation = ">" if approx_delta > delta else ">="
+    text = (f"The (epsilon, delta) entries already spend delta={approx_delta!r} {relation} the target "
+            f"delta={delta!r} (their deltas add up by basic composition)")
+    if rho > 0:
+        return (text + f", and converting the zCDP entries (rho={rho:.6g}) needs a share of delta of its own: "
+                f"ask for delta > {approx_delta!r}, e.g. delta={2 * approx_delta!r} "
+                "(as much again for the conversion).")
+    return text + f": ask for delta >= {approx_delta!r}."
 
 
 class BudgetExceededError(RuntimeError):
@@ -102,16 +117,131 @@ class LedgerEntry:
             object.__setattr__(self, "n_values", int(self.n_values))
 
 
+def _n(count: int) -> str:
+    return f"{count} entr{'y' if count == 1 else 'ies'}"
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """The (ε, δ)-DP guarantee of a :class:`PrivacyLedger` at one δ, and how it was composed.
+
+    Returned by :meth:`PrivacyLedger.guarantee`; ``str()`` explains it in one line.
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        The guarantee: everything recorded is (``epsilon``, ``delta``)-DP.
+        ``epsilon`` is ``inf`` when the ledger records a leak.
+    rho : float
+        Σρ of the ``n_zcdp`` zCDP entries.
+    pure_epsilon : float
+        Σε of the ``n_pure`` pure entries.
+    pure_folded : bool or None
+        True if the pure entries were converted together with the zCDP ones
+        (each ε-DP entry as ε²/2-zCDP), False if their Σε was added (basic
+        composition); None without pure entries, or with a leak.
+    converted_rho : float
+        The ρ converted to (ε, δ): ``rho``, plus Σε²/2 if ``pure_folded``.
+    conversion_epsilon : float or None
+        ε of that conversion at ``conversion_delta`` (:func:`cdp_epsilon`);
+        None if nothing was converted (nor with a leak).
+    conversion_delta : float
+        ``delta`` minus the approx entries' Σδ: what the conversion may spend.
+    approx_epsilon, approx_delta : float
+        Σε and Σδ of the ``n_approx`` (ε, δ) entries (basic composition).
+    leaks : tuple of str
+        Descriptions of the leak entries; any makes ``epsilon`` infinite.
+
+    Examples
+    --------
+    A preprocessing step given (ε, δ) = (0.1, 1e-9) spent ε = 0.05 on pure
+    bounds and (0.05, 1e-9) on categories, and a synthesizer given
+    (0.9, 1e-9) spent its ρ: the total δ is 2e-9.
+
+    >>> from skdpsynth.privacy import PrivacyLedger, cdp_rho
+    >>> ledger = PrivacyLedger()
+    >>> _ = ledger.add("bounds", "laplace", epsilon=0.05)
+    >>> _ = ledger.add("categories", "laplace-threshold", epsilon=0.05, delta=1e-9)
+    >>> _ = ledger.add("marginals", "gaussian", rho=cdp_rho(0.9, 1e-9))
+    >>> print(ledger.guarantee(2e-9))  # doctest: +NORMALIZE_WHITESPACE
+    (0.996844, 2e-09)-DP: zCDP rho=0.0122352 (1 entry) and pure eps=0.05 (1 entry) folded in as eps^2/2
+    -> rho=0.0134852 -> eps=0.946844 at delta=1e-09 + (eps, delta) entries eps=0.05, delta=1e-09 (1 entry),
+    added by basic composition
+    """
+
+    epsilon: float
+    delta: float
+    rho: float = 0.0
+    n_zcdp: int = 0
+    pure_epsilon: float = 0.0
+    n_pure: int = 0
+    pure_folded: bool | None = None
+    converted_rho: float = 0.0
+    conversion_epsilon: float | None = None
+    conversion_delta: float = 0.0
+    approx_epsilon: float = 0.0
+    approx_delta: float = 0.0
+    n_approx: int = 0
+    leaks: tuple[str, ...] = ()
+
+    @property
+    def is_private(self) -> bool:
+        """False when a leak voids the guarantee."""
+        return not self.leaks
+
+    def __str__(self) -> str:
+        if self.leaks:
+            return ("no DP guarantee (epsilon=inf): NOT differentially private: "
+                    + "; ".join(dict.fromkeys(self.leaks)))
+        if not (self.n_zcdp or self.n_pure or self.n_approx):
+            return f"(0, {self.delta:g})-DP: nothing released from the private data"
+        head = f"({self.epsilon:.6g}, {self.delta:g})-DP"
+        if self.delta == 0 and not self.n_zcdp:
+            head += f", i.e. pure {self.epsilon:.6g}-DP"
+        parts = []
+        pure = f"pure eps={self.pure_epsilon:.6g} ({_n(self.n_pure)})"
+        if self.conversion_epsilon is not None:
+            terms = []
+            if self.n_zcdp:
+                terms.append(f"zCDP rho={self.rho:.6g} ({_n(self.n_zcdp)})")
+            if self.pure_folded:
+                terms.append(f"{pure} folded in as eps^2/2")
+            conv = " and ".join(terms)
+            if len(terms) > 1:
+                conv += f" -> rho={self.converted_rho:.6g}"
+            parts.append(f"{conv} -> eps={self.conversion_epsilon:.6g} at delta={self.conversion_delta:g}")
+        elif self.n_zcdp:  # zCDP entries of rho = 0
+            parts.append(f"zCDP rho={self.rho:.6g} ({_n(self.n_zcdp)}) -> eps=0")
+        if self.n_pure and not self.pure_folded:
+            parts.append(pure)
+        if self.n_approx:
+            parts.append(f"(eps, delta) entries eps={self.approx_epsilon:.6g}, delta={self.approx_delta:g} "
+                         f"({_n(self.n_approx)})")
+        if len(parts) > 1 or self.conversion_epsilon is None:
+            parts[-1] += ", added by basic composition"
+        return head + ": " + " + ".join(parts)
+
+
 class PrivacyLedger:
     """Append-only ledger of :class:`LedgerEntry` objects and their composition.
 
-    zCDP and pure entries compose in zCDP (ε-DP counts as ε²/2-zCDP);
-    (ε, δ) entries are added on top by basic composition.
+    zCDP and pure entries compose in zCDP (ε-DP counts as ε²/2-zCDP), or the
+    pure entries' Σε is added when that is tighter; (ε, δ) entries are added
+    on top by basic composition.  :meth:`epsilon` gives the overall ε at a
+    total δ, :meth:`guarantee` also says how it was composed, and the repr
+    shows the totals per kind of entry and the guarantee they give.
 
     Parameters
     ----------
     entries : iterable of LedgerEntry, optional
         Initial entries.
+    zcdp_delta : float, optional
+        The δ the zCDP entries were budgeted with: a synthesizer given
+        ``(epsilon, delta)`` spends ``rho = cdp_rho(epsilon, delta)`` and
+        records ``delta`` here.  With it the ledger knows the total δ of its
+        own guarantee, :attr:`delta`, and :meth:`epsilon` and the repr state
+        ``(ε, δ)`` without being told δ.  :meth:`extend` adds the other
+        ledger's ``zcdp_delta``: a pipeline's steps' δ's add up.
 
     Examples
     --------
@@ -126,10 +256,35 @@ class PrivacyLedger:
     >>> ledger.check_budget(rho=0.25)
     """
 
-    def __init__(self, entries: Iterable[LedgerEntry] = ()) -> None:
+    def __init__(self, entries: Iterable[LedgerEntry] = (), *, zcdp_delta: float | None = None) -> None:
         self._entries: list[LedgerEntry] = []
+        if zcdp_delta is not None and not 0.0 < float(zcdp_delta) < 1.0:
+            raise ValueError(f"zcdp_delta must be in (0, 1), got {zcdp_delta!r}.")
+        self.zcdp_delta = None if zcdp_delta is None else float(zcdp_delta)
         for entry in entries:
             self.record(entry)
+
+    @property
+    def delta(self) -> float | None:
+        """The total δ this ledger's spenders were budgeted: Σδ of the (ε, δ) entries plus ``zcdp_delta``.
+
+        ``0.0`` for a ledger of pure entries only; ``None`` when zCDP entries
+        exist but no ``zcdp_delta`` was recorded (state the guarantee with an
+        explicit δ then).
+
+        Examples
+        --------
+        >>> from skdpsynth.privacy import PrivacyLedger
+        >>> ledger = PrivacyLedger(zcdp_delta=1e-9)
+        >>> _ = ledger.add("marginals", "gaussian", rho=0.01)
+        >>> _ = ledger.add("categories", "laplace-threshold", epsilon=0.05, delta=1e-9)
+        >>> ledger.delta
+        2e-09
+        """
+        approx = math.fsum(e.delta for e in self._of("approx"))
+        if self._of("zcdp"):
+            return None if self.zcdp_delta is None else approx + self.zcdp_delta
+        return approx
 
     def record(self, entry: LedgerEntry) -> LedgerEntry:
         """Append an existing :class:`LedgerEntry` and return it."""
@@ -197,13 +352,16 @@ class PrivacyLedger:
         return not self._of("leak")
 
     def statement(self, delta: float | None = None) -> str:
-        """The guarantee in words: ``"(ε, δ)-DP"``, ``"ε-DP (pure)"``, ``"ρ-zCDP"`` or ``"NOT differentially private: …"``.
+        """The guarantee in words: ``"(ε, δ)-DP"``, ``"ε-DP (pure)"``, ``"ρ-zCDP"`` or ``"NOT differentially …"``.
 
         Parameters
         ----------
         delta : float, optional
-            δ of an (ε, δ) statement.  Without it, a ledger of pure entries is
-            stated as pure ε-DP and one with zCDP entries as ρ-zCDP.
+            δ of an (ε, δ) statement (see :meth:`guarantee`).  Without it, a
+            ledger of pure entries is stated as pure ε-DP, one with zCDP
+            entries as ρ-zCDP (pure entries folded in as ε²/2), one with
+            (ε, δ) entries as their (Σε, Σδ)-DP, next to the ρ-zCDP of the
+            others if any.
 
         Examples
         --------
@@ -223,15 +381,34 @@ class PrivacyLedger:
             return f"{self.total_epsilon():.4f}-DP (pure)"
         if delta:
             return f"({self.epsilon(delta):.4f}, {float(delta):g})-DP"
-        if "approx" in kinds:
-            return "(ε, δ) entries recorded: give delta for the overall (ε, δ)-DP statement"
-        return f"{self.total_zcdp():.6g}-zCDP"
+        return self._composite()
+
+    def _composite(self) -> str:
+        """The guarantee without a δ: pure ε-DP, ρ-zCDP, (ε, δ)-DP, or ρ-zCDP and (ε, δ)-DP side by side."""
+        kinds = {e.accounting for e in self._entries}
+        if not kinds:
+            return "nothing released from the private data (0-DP)"
+        if kinds == {"pure"}:
+            return f"{self.total_epsilon():.6g}-DP (pure)"
+        if "approx" not in kinds:
+            return f"{self.total_zcdp():.6g}-zCDP"
+        approx = self._of("approx")
+        approx_eps = math.fsum(e.epsilon for e in approx)
+        approx_delta = math.fsum(e.delta for e in approx)
+        if not self.total_rho() > 0:  # pure entries (if any) add their ε: exact at δ = Σδ
+            return f"({approx_eps + self.total_epsilon():.6g}, {approx_delta:g})-DP"
+        return (f"{self.total_zcdp():.6g}-zCDP and ({approx_eps:.6g}, {approx_delta:g})-DP "
+                f"(give delta > {approx_delta!r} for one (epsilon, delta)-DP statement)")
 
     def extend(self, other: Iterable[LedgerEntry], party: str | None = None) -> PrivacyLedger:
         """Append all entries of ``other`` (e.g. a sub-step's ledger); returns ``self``.
 
-        If ``party`` is given it tags the appended entries that have no party yet.
+        If ``party`` is given it tags the appended entries that have no party
+        yet.  A ledger's ``zcdp_delta`` is added to this one's.
         """
+        other_delta = getattr(other, "zcdp_delta", None)
+        if other_delta is not None:
+            self.zcdp_delta = other_delta + (self.zcdp_delta or 0.0)
         for entry in list(other):  # snapshot: allows ledger.extend(ledger)
             if party is not None and entry.party is None:
                 entry = dataclasses.replace(entry, party=party, details=dict(entry.details))
@@ -250,11 +427,26 @@ class PrivacyLedger:
         return iter(tuple(self._entries))
 
     def __repr__(self) -> str:
-        n_approx = sum(e.accounting == "approx" for e in self._entries)
-        n_leaks = len(self._of("leak"))
-        return (f"PrivacyLedger(n_entries={len(self)}, total_rho={self.total_rho():.6g}, "
-                f"total_epsilon={self.total_epsilon():.6g}, n_approx={n_approx}"
-                + (f", n_leaks={n_leaks}: NOT differentially private)" if n_leaks else ")"))
+        """Totals per kind of entry, then the guarantee they give (see :meth:`statement`)."""
+        parts = [f"n_entries={len(self)}"]
+        zcdp, pure, approx, leaks = (self._of(k) for k in _KINDS)
+        if zcdp:
+            parts.append(f"rho={self.total_rho():.6g} ({_n(len(zcdp))})")
+        if pure:
+            parts.append(f"pure_epsilon={self.total_epsilon():.6g} ({_n(len(pure))})")
+        if approx:
+            parts.append(f"approx=({math.fsum(e.epsilon for e in approx):.6g}, "
+                         f"{math.fsum(e.delta for e in approx):g}) ({_n(len(approx))})")
+        if leaks:
+            parts.append(f"n_leaks={len(leaks)}")
+            guarantee = "no DP guarantee, NOT differentially private"
+        elif (zcdp or approx) and self.delta is not None:
+            guarantee = f"({self.epsilon():.6g}, {self.delta:g})-DP"
+            if zcdp and not approx:  # (epsilon, delta) entries are not zCDP: no rho for the whole then
+                guarantee = f"{self.total_zcdp():.6g}-zCDP, {guarantee}"
+        else:
+            guarantee = self._composite()
+        return f"PrivacyLedger({', '.join(parts)}: {guarantee})"
 
     def _of(self, kind: str) -> list[LedgerEntry]:
         return [e for e in self._entries if e.accounting == kind]
@@ -271,8 +463,8 @@ class PrivacyLedger:
         """zCDP and pure entries composed in zCDP: Σρ + Σε²/2 (approx entries excluded)."""
         return self.total_rho() + math.fsum(e.epsilon ** 2 / 2.0 for e in self._of("pure"))
 
-    def epsilon(self, delta: float) -> float:
-        """Overall ε such that everything recorded is (ε, δ)-DP.
+    def epsilon(self, delta: float | None = None) -> float:
+        """Overall ε such that everything recorded is (ε, δ)-DP: ``guarantee(delta).epsilon``.
 
         Approx entries take their δ's off the top and add their ε's (basic
         composition); the rest is converted from zCDP with :func:`cdp_epsilon`,
@@ -280,7 +472,17 @@ class PrivacyLedger:
         conversion of the zCDP entries alone (basic composition again).  With
         pure entries only, the better of Σε and the zCDP route is returned,
         and ``delta=0`` is allowed.  A ledger that records a leak
-        (:meth:`add_leak`) has no finite ε: ``inf`` is returned.
+        (:meth:`add_leak`) has no finite ε: ``inf`` is returned, whatever δ.
+        :meth:`guarantee` says how the ε was composed.  ``delta`` defaults to
+        :attr:`delta`, the δ the spenders were budgeted.
+
+        Raises
+        ------
+        ValueError
+            If ``delta`` is not in [0, 1), or if the approx entries' δ's
+            already add up to ``delta`` or more (with zCDP entries, which need
+            a share of δ of their own, strictly less is required): the
+            message says what δ to ask for.
 
         Examples
         --------
@@ -291,28 +493,86 @@ class PrivacyLedger:
         >>> ledger.epsilon(0.0)
         1.0
         """
+        return self.guarantee(delta).epsilon
+
+    def guarantee(self, delta: float | None = None) -> Guarantee:
+        """The tightest (ε, δ)-DP guarantee this ledger states at total ``delta``, and how it was composed.
+
+        * zCDP entries add their ρ; the total is converted to (ε, δ_z) with
+          :func:`cdp_epsilon` (Canonne, Kamath & Steinke's tight conversion),
+          where δ_z = ``delta`` − Σδ of the approx entries.
+        * Pure ε-DP entries are either folded into that ρ (ε-DP implies
+          ε²/2-zCDP, Bun & Steinke 2016) or their Σε is added (basic
+          composition), whichever gives the smaller ε: both are valid at the
+          same δ, hence so is the smaller.  Without zCDP entries the
+          alternatives are Σε and the conversion of Σε²/2 alone.
+        * (ε, δ) entries compose by basic composition: Σε and Σδ are added.
+
+        Parameters
+        ----------
+        delta : float, optional
+            Total δ, in [0, 1).  It must exceed the approx entries' Σδ when
+            zCDP entries exist, and be at least that Σδ otherwise.  Default:
+            :attr:`delta`, the δ the spenders were budgeted.
+
+        Returns
+        -------
+        Guarantee
+            ``epsilon`` (``inf`` if a leak is recorded), ``delta`` and the
+            parts; ``str()`` explains the composition.
+
+        Examples
+        --------
+        >>> from skdpsynth.privacy import PrivacyLedger
+        >>> ledger = PrivacyLedger()
+        >>> _ = ledger.add("marginals", "gaussian", rho=0.25)
+        >>> _ = ledger.add("bounds", "laplace", epsilon=0.5)
+        >>> g = ledger.guarantee(1e-6)
+        >>> round(g.epsilon, 4), g.pure_folded
+        (4.0423, False)
+        >>> print(g)  # doctest: +NORMALIZE_WHITESPACE
+        (4.04229, 1e-06)-DP: zCDP rho=0.25 (1 entry) -> eps=3.54229 at delta=1e-06
+        + pure eps=0.5 (1 entry), added by basic composition
+        """
+        if delta is None:
+            delta = self.delta
+            if delta is None:
+                raise ValueError("This ledger records zCDP entries but not the delta they were budgeted with "
+                                 "(zcdp_delta): give delta.")
         delta = float(delta)
         if not 0.0 <= delta < 1.0:
             raise ValueError(f"delta must be in [0, 1), got {delta}.")
-        approx = self._of("approx")
+        zcdp, pure, approx, leaks = (self._of(k) for k in _KINDS)
+        rho = self.total_rho()
+        pure_eps = self.total_epsilon()
+        pure_rho = math.fsum(e.epsilon ** 2 / 2.0 for e in pure)
+        approx_eps = math.fsum(e.epsilon for e in approx)
         approx_delta = math.fsum(e.delta for e in approx)
+        parts = dict(delta=delta, rho=rho, n_zcdp=len(zcdp), pure_epsilon=pure_eps, n_pure=len(pure),
+                     approx_epsilon=approx_eps, approx_delta=approx_delta, n_approx=len(approx))
+        if leaks:
+            return Guarantee(math.inf, leaks=tuple(e.description for e in leaks), **parts)
         left = delta - approx_delta
-        eps = math.fsum(e.epsilon for e in approx)
         # Converting zCDP entries needs a strictly positive share of delta.
-        if left < 0 or (left == 0 and self.total_rho() > 0):
-            raise ValueError(f"delta={delta} must be at least the (epsilon, delta) entries' "
-                             f"total {approx_delta}, and larger if zCDP entries exist.")
-        if self._of("leak"):
-            return math.inf
-        if self.total_rho() > 0:
-            best = cdp_epsilon(self.total_zcdp(), left)
-            if self.total_epsilon() > 0:
-                best = min(best, self.total_epsilon() + cdp_epsilon(self.total_rho(), left))
-            return eps + best
-        pure = self.total_epsilon()
-        if left > 0 and pure > 0:
-            pure = min(pure, cdp_epsilon(self.total_zcdp(), left))
-        return eps + pure
+        if left < 0 or (left == 0 and rho > 0):
+            raise ValueError(_short_of_delta(delta, approx_delta, rho))
+        folded, conv_rho, conv_eps = False, 0.0, None
+        if rho > 0:
+            folded, conv_rho, conv_eps = True, rho + pure_rho, cdp_epsilon(rho + pure_rho, left)
+            if pure_eps > 0:
+                alone = cdp_epsilon(rho, left)
+                if pure_eps + alone < conv_eps:
+                    folded, conv_rho, conv_eps = False, rho, alone
+        elif pure_eps > 0 and left > 0:
+            alone = cdp_epsilon(pure_rho, left)
+            if alone < pure_eps:
+                folded, conv_rho, conv_eps = True, pure_rho, alone
+        if conv_eps is None:
+            core = pure_eps
+        else:
+            core = conv_eps if folded else pure_eps + conv_eps
+        return Guarantee(approx_eps + core, pure_folded=folded if pure else None, converted_rho=conv_rho,
+                         conversion_epsilon=conv_eps, conversion_delta=left, **parts)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per entry, columns ``description, mechanism, accounting, rho,
@@ -354,4 +614,4 @@ class PrivacyLedger:
 
     def copy(self) -> PrivacyLedger:
         """A new ledger with the same entries (entries are immutable, so shared)."""
-        return PrivacyLedger(self._entries)
+        return PrivacyLedger(self._entries, zcdp_delta=self.zcdp_delta)

@@ -26,6 +26,7 @@ from ..domain import Domain
 from ..graphical import mirror_descent
 from ..marginals import marginals
 from ..privacy import PrivacyLedger, exponential_mechanism
+from ..utils import check_memory
 from .base import BaseSynthesizer
 from .select_measure import (
     candidate_errors,
@@ -52,7 +53,9 @@ class AIMSynthesizer(BaseSynthesizer):
         3-way marginals, an int ``k`` all k-way ones, or a list of cliques or
         ``(clique, weight)`` pairs.
     max_cells : int, default=10000
-        Workload cliques with more cells are dropped.
+        Workload cliques with more cells are dropped.  When no k-way marginal
+        of the default workload fits, the largest smaller marginals that do
+        are used (said with ``verbose``); ``workload_`` holds what was used.
     rounds : int, optional
         Upper bound on the number of rounds (default ``16 · n_attributes``).
     max_model_size : float, default=80
@@ -66,6 +69,19 @@ class AIMSynthesizer(BaseSynthesizer):
     sampling : {"round", "sample"}, default="round"
     random_state : None, int or numpy.random.Generator
     verbose : int, default=0
+
+    Attributes
+    ----------
+    workload_ : list of (tuple, float)
+        The workload the fit used: ``(clique, weight)`` pairs after the
+        ``max_cells`` filter (public: computed from the domain alone).
+    selected_ : list of tuple
+        The cliques selected and measured, in order.
+
+    Every attribute's 1-way marginal is measured, including those of
+    attributes that no workload clique contains.  Before any work the fit
+    checks that the true answers it holds fit in memory, and raises a
+    ``MemoryError`` with the numbers otherwise.
 
     Examples
     --------
@@ -118,21 +134,28 @@ class AIMSynthesizer(BaseSynthesizer):
 
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
         rounds = self.rounds or 16 * len(domain)
-        workload = resolve_workload(self.workload, domain, self.max_cells)
+        if len(domain) >= rounds:
+            # Every attribute's 1-way marginal costs one round's measurement budget (0.9 ρ / rounds):
+            # with this few rounds they would use up the whole budget before any selection.
+            raise ValueError(
+                f"rounds={rounds} is too small for {len(domain)} one-way marginals; AIM needs more rounds "
+                f"than attributes (default 16 per attribute = {16 * len(domain)})."
+            )
+        workload = resolve_workload(self.workload, domain, self.max_cells, log=self._log)
+        self.workload_ = workload
         weights = compile_workload(workload, domain)
         candidates = list(weights)
+        # The true answers of every candidate are held for the whole fit; refuse before computing them.
+        cells = sum(domain.size(c) for c in candidates)
+        check_memory(8.0 * cells + self.max_model_size * 2**20,
+                     f"AIMSynthesizer: the true answers of {len(candidates):,} candidate marginals ({cells:,.0f} "
+                     f"cells) and a model of up to max_model_size={self.max_model_size} MB",
+                     "Lower max_cells (default 10000) or use a smaller workload, or coarsen the domain.")
         answers = {c: t.ravel() for c, t in marginals(codes, domain, candidates).items()}
 
         sigma = np.sqrt(rounds / (2 * 0.9 * rho))
         epsilon = np.sqrt(8 * 0.1 * rho / rounds)
         one_way = [c for c in candidates if len(c) == 1]
-        if len(one_way) >= rounds:
-            # Each 1-way marginal costs one round's measurement budget (0.9 ρ / rounds):
-            # with this few rounds they would use up the whole budget before any selection.
-            raise ValueError(
-                f"rounds={rounds} is too small for {len(one_way)} one-way marginals; AIM needs more rounds "
-                f"than one-way marginals (default 16 per attribute = {16 * len(domain)})."
-            )
         measurements = measure_marginals(codes, domain, one_way, sigma, rng, ledger, label="1-way marginal")
         rho_used = len(one_way) * 0.5 / sigma**2
         model, info = mirror_descent(domain, measurements, iters=self.max_iters, tol=self.tol)

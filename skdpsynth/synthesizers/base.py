@@ -78,11 +78,22 @@ class _Column:
         return pd.Series(codes, name=self.name).astype(self.dtype)
 
 
-def _resolve_columns(frame: pd.DataFrame, domain, ledger: PrivacyLedger) -> list[_Column]:
+# A numeric column read from the data with more values than this is refused as a quantity, not a category.
+MAX_INFERRED_NUMERIC_VALUES = 1000
+
+
+def _resolve_columns(frame: pd.DataFrame, domain, ledger: PrivacyLedger, from_array: bool = False) -> list[_Column]:
     given = domain.to_dict() if isinstance(domain, Domain) else dict(domain or {})
     unknown = set(given) - set(frame.columns)
     if unknown:
-        raise ValueError(f"domain names columns that are not in the data: {sorted(map(str, unknown))}.")
+        hint = ""
+        if from_array:
+            n = frame.shape[1]
+            hint = (f" X is an array, so its columns are named as scikit-learn names them: "
+                    f"{', '.join(map(repr, frame.columns[:3]))}{', ...' if n > 3 else ''} (x0 to x{n - 1}); "
+                    "use these names in domain=, or pass a DataFrame.")
+        raise ValueError(f"domain names columns that are not in the data: {sorted(map(str, unknown))}.{hint}")
+    _refuse_numeric_quantities(frame, given)
     columns, leaked, from_dtype = [], [], []
     for name in frame.columns:
         col = frame[name]
@@ -148,6 +159,32 @@ def _resolve_columns(frame: pd.DataFrame, domain, ledger: PrivacyLedger) -> list
     return columns
 
 
+def _refuse_numeric_quantities(frame: pd.DataFrame, given: dict) -> None:
+    """Numeric columns without a public domain and with many values are quantities (fnlwgt), not category codes.
+
+    Read as codes they would become a domain of ``max + 1`` cells (or one
+    category per distinct value): huge, slow, and synthesized as unrelated
+    categories.  Refuse them, naming the columns and the two ways out.
+    """
+    found = []
+    for name in frame.columns:
+        col = frame[name]
+        if name in given or isinstance(col.dtype, pd.CategoricalDtype) or col.dtype.kind not in "iuf":
+            continue
+        if not len(col):
+            continue
+        size = int(col.max()) + 1 if col.dtype.kind in "iu" and col.min() >= 0 else col.nunique()
+        if size > MAX_INFERRED_NUMERIC_VALUES:
+            found.append(f"{name!r} ({size:,} {'codes' if col.dtype.kind in 'iu' else 'values'})")
+    if found:
+        raise ValueError(
+            f"Numeric columns {', '.join(found)} would become category codes with more than "
+            f"{MAX_INFERRED_NUMERIC_VALUES:,} values each. If they are quantities, discretize them first with a DP "
+            "discretizer (skdpsynth.preprocessing.DPKBinsDiscretizer, or TableDiscretizer for a mixed table); if "
+            "they really are category codes, give their public size or categories in domain=."
+        )
+
+
 class BaseSynthesizer(BaseEstimator):
     """Base class of the differentially private synthesizers.
 
@@ -210,8 +247,10 @@ class BaseSynthesizer(BaseEstimator):
         budget = self._privacy_budget()
         self._check_params()
         warn_reproducible_noise(type(self).__name__, self.random_state)
-        ledger = PrivacyLedger()
-        columns = _resolve_columns(frame, getattr(self, "domain", None), ledger)
+        # A zCDP fit records the delta its rho was derived from: the ledger then states (epsilon, delta) itself.
+        ledger = PrivacyLedger(zcdp_delta=float(self.delta) if "rho" in budget else None)
+        columns = _resolve_columns(frame, getattr(self, "domain", None), ledger,
+                                   from_array=not isinstance(X, pd.DataFrame))
         domain = Domain([c.name for c in columns], [c.size for c in columns])
         coded = pd.DataFrame({c.name: c.encode(frame[c.name]) for c in columns}, index=frame.index)
         codes = as_codes(coded, domain)
@@ -319,6 +358,49 @@ class BaseSynthesizer(BaseEstimator):
         rng = self._sample_rng if random_state is None else check_random_state(random_state)
         codes = self._sample_codes(int(n_samples), rng)
         return pd.DataFrame({c.name: c.decode(codes[:, j]) for j, c in enumerate(self._columns)})
+
+    def score(self, X, y=None) -> float:
+        """Negative mean 2-way TVD between a synthetic sample and held-out real records (greater is better).
+
+        Draws ``len(X)`` records with ``random_state=0`` (every candidate of a
+        search is compared on the same stream) and returns ``-marginal_tvd``
+        over all 2-way marginals (1-way for a one-column table); ``y``, if
+        given, is appended as the last column as in :meth:`fit`.  This is the
+        default score of ``GridSearchCV(synthesizer, grid)`` without
+        ``scoring=``; see :func:`skdpsynth.metrics.marginal_scorer` for others.
+        It reads ``X`` in the clear: an evaluation on real data, outside the
+        privacy guarantee.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame or 2-D array
+            Real records with the fitted columns.
+        y : array-like, optional
+            The target, when the synthesizer was fitted with one.
+
+        Returns
+        -------
+        float
+            In ``[-1, 0]``; 0 is a perfect match of every 2-way marginal.
+
+        Examples
+        --------
+        >>> from skdpsynth import MSTSynthesizer
+        >>> from skdpsynth.datasets import load_adult
+        >>> adult = load_adult(discretized=True)
+        >>> X = adult.frame[["workclass", "education-num", "marital-status", "sex"]]
+        >>> mst = MSTSynthesizer(domain=adult.domain.project(X.columns).to_dict()).fit(X.iloc[:20000])
+        >>> -0.1 < mst.score(X.iloc[20000:]) <= 0  # two real halves differ by 0.016
+        True
+        """
+        from ..metrics.scorers import marginal_scorer
+
+        check_is_fitted(self, "model_")
+        n_features = np.shape(X)[1] if np.ndim(X) == 2 else None
+        if n_features != self.n_features_in_:
+            raise ValueError(f"X has {n_features} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
+        return marginal_scorer(ways=2 if len(self.domain_) > 1 else 1)(self, X, y)
 
     def _sample_codes(self, n_samples: int, rng: np.random.Generator) -> np.ndarray:
         return self.model_.synthetic_data(n_samples, method=getattr(self, "sampling", "round"), random_state=rng)

@@ -26,6 +26,7 @@ from ..domain import Domain
 from ..graphical import Measurement, mirror_descent
 from ..marginals import marginals
 from ..privacy import PrivacyLedger, exponential_mechanism
+from ..utils import check_memory
 from .base import BaseSynthesizer
 from .select_measure import measure_marginals
 
@@ -160,6 +161,8 @@ class MSTSynthesizer(BaseSynthesizer):
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
         # Thirds: 1-way, tree selection, tree measurement. One attribute has no tree: its stages would spend nothing,
         # so the 1-way measurement takes the whole budget (the fit spends exactly what it states).
+        if not self.compress:
+            self._check_memory(domain)  # before any spend: the domain is all it depends on
         stages = 3 if len(domain) > 1 else 1
         sigma = np.sqrt(stages / (2.0 * rho))
         one_way = [(a,) for a in domain]
@@ -170,6 +173,7 @@ class MSTSynthesizer(BaseSynthesizer):
             work_domain = self.compression_.domain
             codes = self.compression_.transform(codes)
             log1 = [self.compression_.measurement(m) for m in log1]
+            self._check_memory(work_domain)
         else:
             self.compression_ = None
             work_domain = domain
@@ -188,6 +192,18 @@ class MSTSynthesizer(BaseSynthesizer):
         self.tree_ = tree
         self.model_ = model
         self.n_records_ = model.total
+
+    def _check_memory(self, domain: Domain) -> None:
+        """Refuse, with the numbers, a domain whose 2-way marginals do not fit in memory (all are held to select the tree)."""
+        pairs = list(itertools.combinations(domain.attrs, 2))
+        if not pairs:
+            return
+        cells = sum(domain.size(p) for p in pairs)
+        largest = max(pairs, key=domain.size)
+        advice = ("Coarsen the domain (e.g. with a DP discretizer of skdpsynth.preprocessing)"
+                  + ("" if self.compress else " or use compress=True (merges rare values)") + ".")
+        check_memory(8.0 * cells, f"MSTSynthesizer's 2-way marginals ({len(pairs):,} pairs, {cells:,.0f} cells in all; the "
+                     f"largest is {largest}, held at once to select the tree)", advice)
 
     def _select_tree(self, codes, domain: Domain, rho: float, log1, ledger: PrivacyLedger, rng) -> list[tuple]:
         """Spanning tree of attribute pairs by the exponential mechanism (Kruskal order, one edge at a time)."""

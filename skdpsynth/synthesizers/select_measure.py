@@ -65,12 +65,20 @@ def measure_marginals(
 
 
 def compile_workload(workload: Iterable[tuple[Clique, float]], domain: Domain) -> dict[Clique, float]:
-    """AIM's candidates: the downward closure of the workload, each weighted by ``Σ_s c_s |r ∩ s|``."""
+    """AIM's candidates: the downward closure of the workload, each weighted by ``Σ_s c_s |r ∩ s|``.
+
+    Every attribute's 1-way marginal is a candidate, with weight 0 when no
+    workload clique contains the attribute: the synthesizers measure all
+    1-way marginals first, so no column of the synthetic data is left
+    uniform because the workload (or ``max_cells``) happened to miss it.
+    """
     workload = [(domain.canonical(c), float(w)) for c, w in workload]
-    return {
+    weights = {
         r: sum(w * len(set(r) & set(s)) for s, w in workload)
         for r in downward_closure([c for c, _ in workload], domain)
     }
+    missing = {(a,): 0.0 for a in domain if (a,) not in weights}
+    return {**missing, **weights} if missing else weights
 
 
 def candidate_errors(
@@ -126,27 +134,55 @@ def filter_by_model_size(
     return kept
 
 
-def resolve_workload(workload, domain: Domain, max_cells: int | None, default_ways: int = 3) -> list[tuple[Clique, float]]:
+def resolve_workload(workload, domain: Domain, max_cells: int | None, default_ways: int = 3,
+                     log: Callable[[str], None] | None = None) -> list[tuple[Clique, float]]:
     """A workload hyper-parameter as ``[(clique, weight), ...]`` over ``domain``.
 
     ``None`` is all ``default_ways``-way marginals, an int ``k`` all k-way
     ones (k capped at the number of attributes), a list of cliques or
     ``(clique, weight)`` pairs is taken as given; cliques with more than
     ``max_cells`` cells are dropped (``None``: keep all).
+
+    When no k-way marginal has at most ``max_cells`` cells, the largest
+    ``k' < k`` for which some do is used instead (reported through ``log``);
+    when not even a 1-way marginal fits, or an explicit list loses every
+    clique, a ``ValueError`` names ``max_cells`` and the smallest size it
+    would need.
     """
     if workload is None or isinstance(workload, (int, np.integer)):
         k = default_ways if workload is None else int(workload)
+        if k < 1:
+            raise ValueError(f"workload must be a positive integer, None or a list of cliques, got {workload!r}.")
         k = min(k, len(domain))
-        return make_workload(domain, ways=k, max_cells=max_cells)
+        for ways in range(k, 0, -1):
+            out = make_workload(domain, ways=ways, max_cells=max_cells)
+            if out:
+                if ways < k and log is not None:
+                    log(f"no {k}-way marginal has at most max_cells={max_cells:,} cells; the workload is the "
+                        f"{len(out)} {ways}-way marginals that do")
+                return out
+        smallest = min(domain[a] for a in domain)
+        raise ValueError(
+            f"No marginal has at most max_cells={max_cells:,} cells (the smallest attribute has {smallest:,} "
+            f"values). Raise max_cells (or pass max_cells=None) or coarsen the domain, e.g. with a discretizer."
+        )
     out = []
+    smallest = None
     for item in workload:
         if len(item) == 2 and not isinstance(item[1], str) and np.isscalar(item[1]):
             clique, weight = item
         else:
             clique, weight = item, 1.0
         clique = domain.canonical(clique)
-        if max_cells is None or domain.size(clique) <= max_cells:
+        size = domain.size(clique)
+        smallest = size if smallest is None else min(smallest, size)
+        if max_cells is None or size <= max_cells:
             out.append((clique, float(weight)))
     if not out:
-        raise ValueError("The workload is empty (after dropping cliques with more than max_cells cells).")
+        if smallest is None:
+            raise ValueError("The workload is empty: give at least one clique.")
+        raise ValueError(
+            f"No clique of the workload has at most max_cells={max_cells:,} cells (the smallest has "
+            f"{smallest:,}). Raise max_cells (or pass max_cells=None) or give smaller cliques."
+        )
     return out

@@ -35,6 +35,7 @@ from ...domain import Domain
 from ...graphical import Measurement, mirror_descent
 from ...marginals import marginals
 from ...privacy import PrivacyLedger, exponential_mechanism, gaussian_mechanism, warn_privacy_leak
+from ...utils import check_memory
 from ..base import BaseSynthesizer
 from ..select_measure import compile_workload, filter_by_model_size, resolve_workload
 from .partitioning import aggregation_matrix, required_rho, uniform_estimate
@@ -301,11 +302,15 @@ class PartitionSynthesizer(BaseSynthesizer):
                 stacklevel=4, ledger=ledger,
                 description="PPSyn paper mode: partitions, budgets and scores from the raw data")
 
-        workload = resolve_workload(self.workload, domain, self.max_cells)
+        workload = resolve_workload(self.workload, domain, self.max_cells, log=self._log)
         if self.candidates == "downward_closure":
             candidates = list(compile_workload(workload, domain))
         else:
             candidates = list(dict.fromkeys([(a,) for a in domain] + [c for c, _ in workload]))
+        cells = sum(domain.size(c) for c in candidates)
+        check_memory(16.0 * cells, f"PartitionSynthesizer: the true answers of {len(candidates):,} candidate "
+                     f"marginals ({cells:,.0f} cells) and their precomputed tables",
+                     "Lower max_cells or use a smaller workload, or coarsen the domain.")
         answers = marginals(codes, domain, candidates)  # true counts, shaped; never leave the fit
 
         # Lines 1-3: 1-way marginals with init_frac·ρ, split ∝ c_i^{2/3} (spec §2.3, T1).
