@@ -1,0 +1,684 @@
+"""The wire format of party → curator messages: typed, versioned, never pickled.
+
+Every message of :mod:`~skdpsynth.federated.messages` crosses the trust
+boundary as one ``.npz`` archive (written by :func:`numpy.savez`, read with
+``allow_pickle=False``) holding its float arrays plus one JSON header, the
+``header`` member (UTF-8 bytes as a ``uint8`` vector)::
+
+    {"format": "skdpsynth-federated-message",   # FORMAT_NAME
+     "version": 1,                               # FORMAT_VERSION
+     "kind": "SliceCount",                       # or NoisyIndicators, NoisyLocalMarginal, MeasurementReply
+     "sender": "party0.0",
+     "fields": {...},      # the dataclass's scalar fields (attrs as a list)
+     "arrays": {"values": {"key": "values", "shape": [6], "dtype": "<f8"}},
+     "parts": [...],       # MeasurementReply only: one {"kind", "fields", "arrays"} per part
+     "ledger": [{...}]}    # the sender's LedgerEntry's, one JSON object each
+
+:func:`to_bytes` writes a message; :func:`from_bytes` reads one back into an
+:class:`Envelope` after validating everything it can (see its docstring), and
+raises :class:`MessageError`, naming the sender, on anything malformed or
+inconsistent.  A round trip is exact: :func:`same_message` holds between the
+message sent and the message received.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import math
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Union
+
+import numpy as np
+
+from ..domain import Domain
+from ..privacy.ledger import LedgerEntry, PrivacyLedger
+from .dmm import PROTOCOLS
+from .messages import MeasurementReply, NoisyIndicators, NoisyLocalMarginal, SliceCount
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "MessageError",
+    "Envelope",
+    "to_bytes",
+    "from_bytes",
+    "ledger_entries_for",
+    "same_message",
+]
+
+FORMAT_NAME = "skdpsynth-federated-message"
+FORMAT_VERSION = 1
+MAX_BYTES = 256 * 2**20  # default limit on an archive (and on its members' total size)
+MAX_MEMBERS = 10_000  # default limit on the number of arrays in an archive
+
+Message = Union[SliceCount, NoisyIndicators, NoisyLocalMarginal, MeasurementReply]
+_KINDS = {cls.__name__: cls for cls in (SliceCount, NoisyIndicators, NoisyLocalMarginal, MeasurementReply)}
+_PART_KINDS = ("SliceCount", "NoisyIndicators", "NoisyLocalMarginal")
+_SCALARS = {  # the JSON fields of each kind (attrs as a list); the array field is separate
+    "SliceCount": ("slice", "attrs", "variance", "party_rhos"),
+    "NoisyIndicators": ("slice", "party", "attrs", "variance", "rho"),
+    "NoisyLocalMarginal": ("slice", "party", "attrs", "variance", "rho"),
+    "MeasurementReply": ("attrs", "rho", "n_repeats", "protocol"),
+}
+_ARRAY = {"SliceCount": ("values", 1), "NoisyIndicators": ("matrix", 2), "NoisyLocalMarginal": ("values", 1)}
+_HEADER_KEYS = {"format", "version", "kind", "sender", "fields", "arrays", "ledger"}
+_ENTRY_FIELDS = tuple(f.name for f in dataclasses.fields(LedgerEntry))
+_EXPECTED_KEYS = {"sender", "kind", "attrs", "rho", "protocol", "n_repeats"}
+_FLOAT = np.dtype(np.float64)
+_REL = 1e-12  # relative tolerance of budget claims against ledger entries and expected requests
+_CALIBRATION_REL = 1e-9  # relative tolerance of recomputed variances and per-slice budget sums
+
+
+class MessageError(ValueError):
+    """A received message is malformed, tampered with or inconsistent; ``sender`` says whose it is.
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.wire import from_bytes
+    >>> from_bytes(b"not an archive", expected={"sender": "party0.1"})
+    Traceback (most recent call last):
+    ...
+    skdpsynth.federated.wire.MessageError: Message from 'party0.1': not a zip (.npz) archive.
+    """
+
+    def __init__(self, sender: str | None, problem: str):
+        self.sender = sender
+        self.problem = problem
+        who = "an unknown sender" if sender is None else repr(sender)
+        super().__init__(f"Message from {who}: {problem}")
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A received message, validated, with its sender and the sender's ledger entries.
+
+    Attributes
+    ----------
+    message : SliceCount, NoisyIndicators, NoisyLocalMarginal or MeasurementReply
+    sender : str
+    kind : str
+        The message's class name.
+    version : int
+        The format version it was written with.
+    ledger_entries : tuple of LedgerEntry
+        What the sender recorded as spent for it (every entry's ``party`` set;
+        an entry sent without one is the sender's).
+    """
+
+    message: Any
+    sender: str
+    kind: str
+    version: int
+    ledger_entries: tuple[LedgerEntry, ...]
+
+    def ledger(self) -> PrivacyLedger:
+        """The ledger entries as a :class:`~skdpsynth.privacy.PrivacyLedger`."""
+        return PrivacyLedger(self.ledger_entries)
+
+
+# --------------------------------------------------------------------------- sending
+def ledger_entries_for(message: Message) -> tuple[LedgerEntry, ...]:
+    """The zCDP ledger entries that back a message's budget claims: one per (part, party).
+
+    Each entry is a Gaussian release at unit L2 sensitivity by the party that
+    spent it; :func:`to_bytes` sends these when not given entries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.federated import NoisyLocalMarginal
+    >>> from skdpsynth.federated.wire import ledger_entries_for
+    >>> m = NoisyLocalMarginal(0, "party0.0", ("a",), np.array([3.0, 1.0]), variance=0.5, rho=1.0)
+    >>> [(e.party, e.rho, e.n_values) for e in ledger_entries_for(m)]
+    [('party0.0', 1.0, 2)]
+    """
+    if isinstance(message, MeasurementReply):
+        return tuple(e for part in message.parts for e in ledger_entries_for(part))
+    if isinstance(message, SliceCount):
+        spent, n_values = message.party_rhos, int(np.size(message.values))
+        what = f"slice {message.slice} noisy count {tuple(message.attrs)} (secure sum share)"
+    elif isinstance(message, (NoisyIndicators, NoisyLocalMarginal)):
+        spent = {message.party: message.rho}
+        n_values = int(np.size(message.matrix if isinstance(message, NoisyIndicators) else message.values))
+        what = f"slice {message.slice} {type(message).__name__} {tuple(message.attrs)}"
+    else:
+        raise TypeError(f"Not a federated message: {type(message).__name__}.")
+    return tuple(LedgerEntry(what, "gaussian", "zcdp", rho=float(rho), epsilon=None, sensitivity=1.0,
+                             scale=math.sqrt(1.0 / (2.0 * rho)) if rho > 0 else None, party=party,
+                             n_values=n_values)
+                 for party, rho in spent.items())
+
+
+def _body(message: Message, prefix: str, arrays: dict) -> dict:
+    """``{"kind", "fields", "arrays"}`` of one message (parts of a reply recursively); fills ``arrays``."""
+    kind = type(message).__name__
+    if kind not in _KINDS:
+        raise TypeError(f"Not a federated message: {kind}.")
+    fields: dict[str, Any] = {}
+    for name in _SCALARS[kind]:
+        value = getattr(message, name)
+        if name == "attrs":
+            value = [str(a) for a in value]
+        elif name in ("slice", "n_repeats"):
+            value = int(value)
+        elif name in ("variance", "rho"):
+            value = float(value)
+        elif name == "party_rhos":
+            value = {str(p): float(r) for p, r in value.items()}
+        else:
+            value = str(value)
+        fields[name] = value
+    body: dict[str, Any] = {"kind": kind, "fields": fields, "arrays": {}}
+    if kind == "MeasurementReply":
+        body["parts"] = [_body(part, f"part{k}.", arrays) for k, part in enumerate(message.parts)]
+    else:
+        name = _ARRAY[kind][0]
+        array = np.asarray(getattr(message, name), dtype=_FLOAT)
+        key = prefix + name
+        arrays[key] = array
+        body["arrays"][name] = {"key": key, "shape": list(array.shape), "dtype": array.dtype.str}
+    return body
+
+
+def _entry_json(entry: LedgerEntry) -> dict:
+    if not isinstance(entry, LedgerEntry):
+        raise TypeError(f"ledger_entries must hold LedgerEntry objects, got {type(entry).__name__}.")
+    return {name: getattr(entry, name) for name in _ENTRY_FIELDS}
+
+
+def to_bytes(message: Message, *, sender: str,
+             ledger_entries: Iterable[LedgerEntry] | None = None) -> bytes:
+    """Serialise a message for the curator: an ``.npz`` archive of its arrays and a JSON header.
+
+    Parameters
+    ----------
+    message : SliceCount, NoisyIndicators, NoisyLocalMarginal or MeasurementReply
+    sender : str
+        Who sends it (a party's name, or e.g. the federation relaying a reply).
+    ledger_entries : iterable of LedgerEntry, optional
+        The sender's ledger entries for this message; their zCDP per party
+        must add up to the message's budget claims.  Default:
+        :func:`ledger_entries_for` the message.
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    TypeError
+        If ``message`` is not a federated message, or an entry's ``details``
+        do not serialise to JSON.
+    ValueError
+        If a scalar field is not finite (JSON carries no NaN or infinity).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.federated import SliceCount
+    >>> from skdpsynth.federated.wire import from_bytes, same_message, to_bytes
+    >>> m = SliceCount(0, ("a", "b"), np.arange(6.0), variance=2.0, party_rhos={"p0": 0.5, "p1": 0.5})
+    >>> data = to_bytes(m, sender="aggregator")
+    >>> env = from_bytes(data, expected={"sender": "aggregator", "attrs": ("b", "a"), "rho": 1.0})
+    >>> env.kind, env.sender, same_message(env.message, m)
+    ('SliceCount', 'aggregator', True)
+    >>> [(e.party, e.rho) for e in env.ledger_entries]
+    [('p0', 0.5), ('p1', 0.5)]
+    """
+    if not isinstance(sender, str) or not sender:
+        raise ValueError(f"sender must be a non-empty string, got {sender!r}.")
+    entries = ledger_entries_for(message) if ledger_entries is None else tuple(ledger_entries)
+    arrays: dict[str, np.ndarray] = {}
+    body = _body(message, "", arrays)
+    header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "kind": body["kind"], "sender": sender,
+              "fields": body["fields"], "arrays": body["arrays"], "ledger": [_entry_json(e) for e in entries]}
+    if "parts" in body:
+        header["parts"] = body["parts"]
+    text = json.dumps(header, allow_nan=False, separators=(",", ":"))
+    buffer = io.BytesIO()
+    # float64 and uint8 arrays only: nothing is pickled (``allow_pickle`` of savez needs NumPy >= 2.1)
+    np.savez(buffer, header=np.frombuffer(text.encode("utf-8"), dtype=np.uint8), **arrays)
+    return buffer.getvalue()
+
+
+# --------------------------------------------------------------------------- receiving
+class _Reader:
+    """The validation of one archive; every failure is a :class:`MessageError` naming the sender."""
+
+    def __init__(self, data: bytes, expected: Mapping | None, domain: Domain | None, max_bytes: int,
+                 max_members: int):
+        self.expected = dict(expected or {})
+        unknown = set(self.expected) - _EXPECTED_KEYS
+        if unknown:
+            raise ValueError(f"expected has unknown keys {sorted(unknown)}; allowed: {sorted(_EXPECTED_KEYS)}.")
+        if domain is not None and not isinstance(domain, Domain):
+            raise TypeError(f"domain must be a Domain, got {type(domain).__name__}.")
+        self.sender = self.expected.get("sender")  # until the header names one
+        self.domain = domain
+        self.data = data
+        self.max_bytes = int(max_bytes)
+        self.max_members = int(max_members)
+
+    def fail(self, problem: str):
+        raise MessageError(self.sender, problem)
+
+    # -- archive and arrays -----------------------------------------------------------------------
+    def open(self) -> None:
+        if not isinstance(self.data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"data must be bytes, got {type(self.data).__name__}.")
+        data = bytes(self.data)
+        if len(data) > self.max_bytes:
+            self.fail(f"{len(data)} bytes exceed the limit of {self.max_bytes}.")
+        try:
+            self.zip = zipfile.ZipFile(io.BytesIO(data))
+            infos = self.zip.infolist()
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError):
+            self.fail("not a zip (.npz) archive.")
+        if len(infos) > self.max_members:
+            self.fail(f"{len(infos)} archive members exceed the limit of {self.max_members}.")
+        names = [i.filename for i in infos]
+        if len(set(names)) != len(names):
+            self.fail("the archive has duplicate members.")
+        if any(not n.endswith(".npy") for n in names):
+            others = [n for n in names if not n.endswith(".npy")]
+            self.fail(f"the archive has members that are not .npy arrays: {others}.")
+        if any(i.compress_type != zipfile.ZIP_STORED for i in infos):
+            self.fail("the archive has compressed members (np.savez stores them uncompressed).")
+        if sum(i.file_size for i in infos) > self.max_bytes:
+            self.fail(f"the archive's members exceed the limit of {self.max_bytes} bytes.")
+        self.infos = {n[:-4]: i for n, i in zip(names, infos)}
+        self.npz = np.load(io.BytesIO(data), allow_pickle=False)
+        self.used = {"header"}
+
+    def array(self, key: str, shape: tuple[int, ...] | None, dtype: np.dtype, ndim: int) -> np.ndarray:
+        """Member ``key``, after checking its .npy header (no pickled objects, declared shape and dtype)."""
+        info = self.infos.get(key)
+        if info is None:
+            self.fail(f"array {key!r} named in the header is missing from the archive.")
+        try:
+            with self.zip.open(info) as f:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    got_shape, _, got_dtype = np.lib.format.read_array_header_1_0(f)
+                elif version == (2, 0):
+                    got_shape, _, got_dtype = np.lib.format.read_array_header_2_0(f)
+                else:
+                    raise ValueError(f"unsupported .npy version {version}")
+        except (ValueError, OSError, zipfile.BadZipFile) as exc:
+            self.fail(f"array {key!r} is not a valid .npy array ({exc}).")
+        if got_dtype.hasobject:
+            self.fail(f"array {key!r} holds Python objects (pickle); refused.")
+        if got_dtype != dtype:
+            self.fail(f"array {key!r} has dtype {got_dtype.str}, the header says {dtype.str}.")
+        if len(got_shape) != ndim or (shape is not None and tuple(got_shape) != shape):
+            self.fail(f"array {key!r} has shape {tuple(got_shape)}, the header says "
+                      f"{shape if shape is not None else f'{ndim} dimension(s)'}.")
+        if math.prod(got_shape) * dtype.itemsize > info.file_size:
+            self.fail(f"array {key!r} is truncated.")
+        try:
+            array = self.npz[key]
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            self.fail(f"array {key!r} cannot be read ({exc}).")
+        self.used.add(key)
+        return array
+
+    def header(self) -> dict:
+        if "header" not in self.infos:
+            self.fail("the archive has no JSON header member.")
+        array = self.array("header", None, np.dtype(np.uint8), 1)
+
+        def no_constants(name):
+            raise ValueError(f"non-finite number {name}")
+
+        def unique_keys(pairs):
+            out = dict(pairs)
+            if len(out) != len(pairs):
+                raise ValueError("duplicate keys")
+            return out
+
+        try:
+            header = json.loads(array.tobytes().decode("utf-8"), parse_constant=no_constants,
+                                object_pairs_hook=unique_keys)
+        except (UnicodeDecodeError, ValueError) as exc:
+            self.fail(f"the JSON header is malformed ({exc}).")
+        if not isinstance(header, dict):
+            self.fail("the JSON header is not an object.")
+        sender = header.get("sender")
+        if not isinstance(sender, str) or not sender:
+            self.fail(f"the header's sender must be a non-empty string, got {sender!r}.")
+        self.sender = sender
+        if header.get("format") != FORMAT_NAME:
+            self.fail(f"unknown format {header.get('format')!r}, expected {FORMAT_NAME!r}.")
+        version = header.get("version")
+        if type(version) is not int or version != FORMAT_VERSION:
+            self.fail(f"unsupported format version {version!r}; this reader knows version {FORMAT_VERSION}.")
+        keys = set(header)
+        if keys - _HEADER_KEYS - {"parts"} or _HEADER_KEYS - keys:
+            self.fail(f"the JSON header is malformed: keys {sorted(keys)}, expected {sorted(_HEADER_KEYS)} "
+                      "(and 'parts' for a MeasurementReply).")
+        return header
+
+    # -- scalar fields ------------------------------------------------------------------------------
+    def number(self, where: str, name: str, value, *, positive: bool = False) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(f"{where}: {name} must be a number, got {value!r}.")
+        value = float(value)
+        if not math.isfinite(value) or (value <= 0 if positive else value < 0):
+            self.fail(f"{where}: {name} must be finite and {'> 0' if positive else '>= 0'}, got {value!r}.")
+        return value
+
+    def integer(self, where: str, name: str, value, *, low: int) -> int:
+        if type(value) is not int or value < low:
+            self.fail(f"{where}: {name} must be an integer >= {low}, got {value!r}.")
+        return value
+
+    def text(self, where: str, name: str, value) -> str:
+        if not isinstance(value, str) or not value:
+            self.fail(f"{where}: {name} must be a non-empty string, got {value!r}.")
+        return value
+
+    def attrs(self, where: str, value) -> tuple[str, ...]:
+        if not isinstance(value, list) or not value or not all(isinstance(a, str) for a in value):
+            self.fail(f"{where}: attrs must be a non-empty sequence of strings, got {value!r}.")
+        attrs = tuple(value)
+        if len(set(attrs)) != len(attrs):
+            self.fail(f"{where}: attrs {attrs} repeat an attribute.")
+        if self.domain is not None:
+            missing = [a for a in attrs if a not in self.domain]
+            if missing:
+                self.fail(f"{where}: attributes {missing} are not in the domain {list(self.domain.attrs)}.")
+            if attrs != self.domain.canonical(attrs):
+                self.fail(f"{where}: attrs {attrs} are not in domain order {self.domain.canonical(attrs)}.")
+        return attrs
+
+    def body(self, body, where: str, kinds) -> Message:
+        """One message (a reply's parts recursively) from its header part and its arrays."""
+        if not isinstance(body, dict):
+            self.fail(f"{where}: the JSON header is malformed (not an object).")
+        kind = body.get("kind")
+        if kind not in kinds:
+            self.fail(f"{where}: unknown message kind {kind!r}; expected one of {list(kinds)}.")
+        expected_keys = {"kind", "fields", "arrays"} | ({"parts"} if kind == "MeasurementReply" else set())
+        if set(body) != expected_keys:
+            self.fail(f"{where}: the JSON header is malformed: keys {sorted(body)}, expected {sorted(expected_keys)}.")
+        fields, arrays = body["fields"], body["arrays"]
+        if not isinstance(fields, dict) or set(fields) != set(_SCALARS[kind]):
+            got = sorted(fields) if isinstance(fields, dict) else fields
+            self.fail(f"{where}: the JSON header is malformed: {kind} fields {got}, "
+                      f"expected {sorted(_SCALARS[kind])}.")
+        if kind == "MeasurementReply":
+            return self.reply(fields, arrays, body["parts"], where)
+        where = f"{where} ({kind}, slice {fields['slice']!r}" + (
+            f", party {fields['party']!r})" if "party" in fields else ")")
+        name, ndim = _ARRAY[kind]
+        if not isinstance(arrays, dict) or set(arrays) != {name}:
+            self.fail(f"{where}: the header's arrays must be exactly [{name!r}], got {arrays!r}.")
+        spec = arrays[name]
+        if not isinstance(spec, dict) or set(spec) != {"key", "shape", "dtype"} or not isinstance(spec["key"], str) \
+                or not isinstance(spec["shape"], list) or not all(type(n) is int and n >= 0 for n in spec["shape"]):
+            self.fail(f"{where}: the header's description of {name!r} is malformed: {spec!r}.")
+        try:
+            dtype = np.dtype(spec["dtype"])
+        except TypeError:
+            self.fail(f"{where}: array {name!r} has an unknown dtype {spec['dtype']!r}.")
+        if dtype.kind != "f" or dtype.itemsize != 8:
+            self.fail(f"{where}: array {name!r} must be float64, the header says {spec['dtype']!r}.")
+        if spec["key"] in self.used:
+            self.fail(f"{where}: array {spec['key']!r} is claimed twice in the header.")
+        array = self.array(spec["key"], tuple(spec["shape"]), dtype, ndim)
+        if not np.all(np.isfinite(array)):
+            self.fail(f"{where}: array {name!r} holds non-finite values (NaN or infinity).")
+        array = array.astype(_FLOAT, copy=False)
+        slice_ = self.integer(where, "slice", fields["slice"], low=0)
+        attrs = self.attrs(where, fields["attrs"])
+        variance = self.number(where, "variance", fields["variance"], positive=True)
+        if self.domain is not None:
+            n_cells = self.domain.size(attrs)
+            width = array.shape[-1]
+            if width != n_cells:
+                what = "matrix columns" if ndim == 2 else "value vector length"
+                self.fail(f"{where}: {what} {width} differ from the {n_cells} cells of {attrs} in the domain.")
+        if kind == "SliceCount":
+            rhos = fields["party_rhos"]
+            if not isinstance(rhos, dict) or not rhos:
+                self.fail(f"{where}: party_rhos must be a non-empty object, got {rhos!r}.")
+            rhos = {self.text(where, "a party name", p): self.number(where, f"party_rhos[{p!r}]", r, positive=True)
+                    for p, r in rhos.items()}
+            implied = math.fsum(1.0 / (2.0 * r) for r in rhos.values())
+            self.calibrated(where, variance, implied, "the sum over parties of 1/(2 rho)")
+            return SliceCount(slice_, attrs, array, variance, rhos)
+        party = self.text(where, "party", fields["party"])
+        rho = self.number(where, "rho", fields["rho"], positive=True)
+        self.calibrated(where, variance, 1.0 / (2.0 * rho), "1/(2 rho)")
+        cls = _KINDS[kind]
+        return cls(slice_, party, attrs, array, variance, rho)
+
+    def calibrated(self, where: str, variance: float, implied: float, formula: str) -> None:
+        """The noise variance must be what the budget claims imply (Gaussian mechanism, unit L2 sensitivity)."""
+        if not math.isclose(variance, implied, rel_tol=_CALIBRATION_REL):
+            self.fail(f"{where}: variance {variance!r} does not match the claimed budget ({formula} = {implied!r}).")
+
+    def reply(self, fields: dict, arrays, parts, where: str) -> MeasurementReply:
+        if arrays != {}:
+            self.fail(f"{where}: a MeasurementReply has no arrays of its own, the header lists {arrays!r}.")
+        if not isinstance(parts, list) or not parts:
+            self.fail(f"{where}: a MeasurementReply needs a non-empty list of parts.")
+        attrs = self.attrs(where, fields["attrs"])
+        rho = self.number(where, "rho", fields["rho"])
+        n_repeats = self.integer(where, "n_repeats", fields["n_repeats"], low=1)
+        protocol = fields["protocol"]
+        if protocol not in PROTOCOLS:
+            self.fail(f"{where}: unknown protocol {protocol!r}; expected one of {PROTOCOLS}.")
+        allowed = ("SliceCount",) if protocol == "secure_sum" else ("NoisyIndicators", "NoisyLocalMarginal")
+        messages = tuple(self.body(part, f"part {k}", allowed) for k, part in enumerate(parts))
+        by_slice: dict[int, list] = {}
+        for m in messages:
+            by_slice.setdefault(m.slice, []).append(m)
+        for i, members in by_slice.items():
+            at = f"slice {i}"
+            if len(members) > 1 and not all(isinstance(m, NoisyIndicators) for m in members):
+                self.fail(f"{at}: a slice sends one count or marginal, or only indicator matrices; got "
+                          f"{[type(m).__name__ for m in members]}.")
+            held = [a for m in members for a in m.attrs]
+            if len(set(held)) != len(held) or set(held) != set(attrs):
+                self.fail(f"{at}: the parts' attributes {held} do not cover {attrs} exactly once.")
+            if len({m.matrix.shape[0] for m in members if isinstance(m, NoisyIndicators)}) > 1:
+                self.fail(f"{at}: the indicator matrices have different numbers of rows.")
+            spent = math.fsum(r for m in members
+                              for r in (m.party_rhos.values() if isinstance(m, SliceCount) else [m.rho]))
+            if not math.isclose(spent, n_repeats * rho, rel_tol=_CALIBRATION_REL):
+                self.fail(f"{at}: the parties claim rho={spent!r} in total, but the call charges "
+                          f"n_repeats * rho = {n_repeats * rho!r}.")
+        return MeasurementReply(attrs, rho, n_repeats, protocol, messages)
+
+    # -- ledger and budget claims -------------------------------------------------------------------------
+    def entries(self, raw) -> tuple[LedgerEntry, ...]:
+        if not isinstance(raw, list):
+            self.fail("the header's ledger must be a list of entries.")
+        out = []
+        for k, item in enumerate(raw):
+            if not isinstance(item, dict) or set(item) != set(_ENTRY_FIELDS):
+                self.fail(f"ledger entry {k} is malformed: expected the fields {list(_ENTRY_FIELDS)}.")
+            types_ok = (isinstance(item["description"], str) and isinstance(item["mechanism"], str)
+                        and isinstance(item["accounting"], str) and isinstance(item["details"], dict)
+                        and (item["party"] is None or isinstance(item["party"], str))
+                        and (item["n_values"] is None or type(item["n_values"]) is int)
+                        and all(item[n] is None or (isinstance(item[n], (int, float)) and not isinstance(item[n], bool))
+                                for n in ("rho", "epsilon", "delta", "sensitivity", "scale")))
+            if not types_ok or item["delta"] is None:
+                self.fail(f"ledger entry {k} is malformed: a field has the wrong type.")
+            try:
+                entry = LedgerEntry(**item)
+            except (TypeError, ValueError) as exc:
+                self.fail(f"ledger entry {k} is invalid: {exc}")
+            if entry.party is None:
+                entry = dataclasses.replace(entry, party=self.sender)
+            out.append(entry)
+        return tuple(out)
+
+    def budget(self, message: Message, entries: tuple[LedgerEntry, ...]) -> None:
+        """The ledger entries' zCDP per party must equal what the message claims each party spent."""
+        if isinstance(message, MeasurementReply):
+            claims = message.party_rhos()
+        elif isinstance(message, SliceCount):
+            claims = dict(message.party_rhos)
+        else:
+            claims = {message.party: message.rho}
+            if message.party != self.sender:
+                self.fail(f"it carries the {type(message).__name__} of party {message.party!r}; a party sends "
+                          "only its own.")
+        spent: dict[str, list[float]] = {}
+        for k, entry in enumerate(entries):
+            if entry.accounting != "zcdp":
+                self.fail(f"ledger entry {k} is a {entry.accounting!r} entry; messages are paid for in zCDP only.")
+            spent.setdefault(entry.party, []).append(entry.rho)
+        for party in sorted(set(claims) | set(spent)):
+            claimed = claims.get(party, 0.0)
+            recorded = math.fsum(spent.get(party, []))
+            if not math.isclose(claimed, recorded, rel_tol=_REL):
+                self.fail(f"budget claim of party {party!r}: the message claims rho={claimed!r}, its ledger "
+                          f"entries record rho={recorded!r}.")
+
+    def check_expected(self, kind: str, message: Message) -> None:
+        exp = self.expected
+        if "sender" in exp and exp["sender"] != self.sender:
+            self.fail(f"expected a message from {exp['sender']!r}.")
+        if "kind" in exp and exp["kind"] != kind:
+            self.fail(f"expected a {exp['kind']} message, got a {kind}.")
+        if "attrs" in exp and set(exp["attrs"]) != set(message.attrs):
+            self.fail(f"it answers attrs {message.attrs}, the request was {tuple(exp['attrs'])}.")
+        if "rho" in exp:
+            if isinstance(message, MeasurementReply):
+                rho = message.rho
+            elif isinstance(message, SliceCount):
+                rho = math.fsum(message.party_rhos.values())
+            else:
+                rho = message.rho
+            if not math.isclose(rho, float(exp["rho"]), rel_tol=_REL, abs_tol=0.0):
+                self.fail(f"it claims rho={rho!r}, the request was rho={exp['rho']!r}.")
+        for name in ("protocol", "n_repeats"):
+            if name in exp:
+                if not isinstance(message, MeasurementReply):
+                    self.fail(f"expected[{name!r}] applies to a MeasurementReply, got a {kind}.")
+                if getattr(message, name) != exp[name]:
+                    self.fail(f"it has {name}={getattr(message, name)!r}, the request was {exp[name]!r}.")
+
+    def read(self) -> Envelope:
+        self.open()
+        header = self.header()
+        if "sender" in self.expected and self.expected["sender"] != self.sender:
+            self.fail(f"expected a message from {self.expected['sender']!r}.")
+        kind = header["kind"]
+        if kind not in _KINDS:
+            self.fail(f"unknown message kind {kind!r}; expected one of {list(_KINDS)}.")
+        if ("parts" in header) != (kind == "MeasurementReply"):
+            self.fail("the JSON header is malformed: 'parts' belongs to (and only to) a MeasurementReply.")
+        body = {k: header[k] for k in ("kind", "fields", "arrays", "parts") if k in header}
+        message = self.body(body, kind, (kind,))
+        extra = set(self.infos) - self.used
+        if extra:
+            self.fail(f"the archive holds arrays the header does not name: {sorted(extra)}.")
+        entries = self.entries(header["ledger"])
+        self.budget(message, entries)
+        self.check_expected(kind, message)
+        return Envelope(message, self.sender, kind, header["version"], entries)
+
+
+def from_bytes(data: bytes, *, expected: Mapping | None = None, domain: Domain | None = None,
+               max_bytes: int = MAX_BYTES, max_members: int = MAX_MEMBERS) -> Envelope:
+    """Read and validate a message written by :func:`to_bytes`.
+
+    Parameters
+    ----------
+    data : bytes
+    expected : dict, optional
+        The request the message answers; any of ``"sender"``, ``"kind"``
+        (class name), ``"attrs"`` (compared as sets), ``"rho"`` (relative
+        tolerance 1e-12: a reply's call budget ``ρ'``; a slice count's total
+        over parties; a party message's ``rho``), and for a reply
+        ``"protocol"`` and ``"n_repeats"``.
+    domain : Domain, optional
+        The public domain: every ``attrs`` must be in it, in domain order,
+        and every value vector (indicator matrix row) must have
+        ``domain.size(attrs)`` entries.
+    max_bytes : int, default=256 MiB
+        Refuse larger archives (and archives whose members add up to more).
+    max_members : int, default=10000
+        Refuse archives with more members.
+
+    Returns
+    -------
+    Envelope
+
+    Raises
+    ------
+    MessageError
+        Naming the sender (from the header, else ``expected["sender"]``) and
+        the problem: not an uncompressed ``.npz`` archive or over the limits;
+        unknown format or version; malformed JSON header (unknown or missing
+        keys, wrong types, NaN or infinity); unknown message kind; arrays
+        missing, extra, of another shape or dtype than the header says, not
+        float64, holding Python objects, or holding non-finite values;
+        ``attrs`` not a non-empty list of distinct strings (with ``domain``:
+        not in the domain or not in its order, or the wrong number of cells);
+        ``slice`` not an integer ≥ 0; a variance or ``rho`` not finite and
+        > 0; a variance other than the claimed budget implies (``1/(2ρ)``
+        per party, summed over a slice count's parties); a reply whose
+        parts do not match its protocol, do not cover its ``attrs`` exactly
+        once per slice, or whose parties' claims in a slice do not add up to
+        ``n_repeats · ρ'``; a party message sent by someone else than its
+        party; ledger entries that are malformed, not zCDP, or whose ρ per
+        party (the sender's, for entries naming no party) differ from the
+        message's claims; a mismatch with ``expected``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated import NoisyIndicators
+    >>> from skdpsynth.federated.wire import from_bytes, to_bytes
+    >>> dom = Domain(["a", "b"], [2, 3])
+    >>> m = NoisyIndicators(0, "party0.1", ("b",), np.eye(3)[[1, 2, 0]], variance=1.0, rho=0.5)
+    >>> env = from_bytes(to_bytes(m, sender="party0.1"), domain=dom)
+    >>> env.message.matrix.shape, env.ledger().total_rho()
+    ((3, 3), 0.5)
+    >>> from_bytes(to_bytes(m, sender="party0.1"), expected={"rho": 0.25})
+    Traceback (most recent call last):
+    ...
+    skdpsynth.federated.wire.MessageError: Message from 'party0.1': it claims rho=0.5, the request was rho=0.25.
+    """
+    return _Reader(data, expected, domain, max_bytes, max_members).read()
+
+
+def same_message(a: Message, b: Message) -> bool:
+    """Exact equality of two messages: same kind, equal fields, arrays equal element by element (and dtype).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.federated import NoisyLocalMarginal
+    >>> from skdpsynth.federated.wire import same_message
+    >>> m = NoisyLocalMarginal(0, "p", ("a",), np.array([1.0, 2.0]), 0.5, 1.0)
+    >>> same_message(m, m), same_message(m, NoisyLocalMarginal(0, "p", ("a",), np.array([1.0, 2.5]), 0.5, 1.0))
+    (True, False)
+    """
+    if type(a) is not type(b):
+        return False
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if f.name == "parts":
+            if len(x) != len(y) or not all(same_message(p, q) for p, q in zip(x, y)):
+                return False
+        elif isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            x, y = np.asarray(x), np.asarray(y)
+            if x.dtype != y.dtype or x.shape != y.shape or not np.array_equal(x, y):
+                return False
+        elif f.name == "party_rhos":
+            if list(x.items()) != list(y.items()):
+                return False
+        elif x != y:
+            return False
+    return True
