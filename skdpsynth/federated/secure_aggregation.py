@@ -110,6 +110,8 @@ __all__ = [
     "decode",
     "max_abs_value",
     "aggregate",
+    "aggregate_encoded",
+    "keystream_words",
 ]
 
 DEFAULT_SCALE_BITS = 24
@@ -253,8 +255,21 @@ def _hkdf(secret: bytes, info: bytes, length: int = _KEY_BYTES) -> bytes:
     return HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=info).derive(secret)
 
 
-def _keystream_words(key: bytes, n_words: int) -> np.ndarray:
-    """``n_words`` little-endian uint64 words of the ChaCha20 keystream under ``key`` (zero nonce, counter 0)."""
+def keystream_words(key: bytes, n_words: int) -> np.ndarray:
+    """``n_words`` little-endian uint64 words of the ChaCha20 keystream under ``key`` (zero nonce, counter 0).
+
+    The PRG of the pairwise masks (and of :mod:`~skdpsynth.federated.secure_product`'s
+    triples).  ``key`` must be a 32-byte secret used for one stream only (the
+    nonce is fixed).
+
+    Examples
+    --------
+    >>> w = keystream_words(bytes(32), 3)
+    >>> w.dtype, w.shape, bool(np.array_equal(w, keystream_words(bytes(32), 5)[:3]))
+    (dtype('uint64'), (3,), True)
+    """
+    if len(key) != _KEY_BYTES:
+        raise SecureAggregationError(f"keystream key must be {_KEY_BYTES} bytes, got {len(key)}")
     encryptor = Cipher(algorithms.ChaCha20(key, b"\x00" * 16), mode=None).encryptor()
     stream = encryptor.update(bytes(8 * n_words))
     return np.frombuffer(stream, dtype="<u8").astype(np.uint64, copy=False)
@@ -462,6 +477,24 @@ class SecureAggregationParty:
             Inconsistent keys/participants, reused round, or overflow risk.
         """
         keys = self._check_view(public_keys, participants)
+        f = _check_scale_bits(scale_bits)
+        encoded = encode(np.asarray(vector, dtype=np.float64), f, n_parties=len(keys))
+        return self.mask_encoded(encoded, public_keys, round_id, participants=participants, scale_bits=f)
+
+    def mask_encoded(self, encoded, public_keys: Mapping[str, bytes], round_id: int, *,
+                     participants: Sequence[str], scale_bits: int = DEFAULT_SCALE_BITS) -> MaskedInput:
+        """Like :meth:`mask` for an input already in ``Z_{2^64}`` (a ``uint64`` array, e.g. from :func:`encode`).
+
+        No overflow guard applies: the caller guarantees that the decoded sum
+        stays in ``|Σ| < 2^(63−f)``.  ``scale_bits`` is only recorded (all
+        parties of a round must agree on it).
+
+        Raises
+        ------
+        SecureAggregationError
+            Inconsistent keys/participants, reused round, or a non-``uint64`` input.
+        """
+        keys = self._check_view(public_keys, participants)
         rb = _round_bytes(round_id)
         r = int.from_bytes(rb, "big")
         if r in self._used_rounds:
@@ -469,25 +502,48 @@ class SecureAggregationParty:
                 f"party {self._name!r} already masked an input in round {r}; reusing masks reveals the difference "
                 "of the two inputs, use a new round_id")
         f = _check_scale_bits(scale_bits)
-        x = np.asarray(vector, dtype=np.float64)
-        total = encode(x, f, n_parties=len(keys)).ravel()
+        arr = np.asarray(encoded)
+        if arr.dtype != np.uint64:
+            raise SecureAggregationError(f"mask_encoded expects a uint64 array, got dtype {arr.dtype}")
+        total = arr.ravel().copy()
         for peer in sorted(keys):
             if peer == self._name:
                 continue
-            m = _keystream_words(self._mask_seed(peer, keys[peer], rb), total.size)
+            m = keystream_words(self._mask_seed(peer, keys[peer], rb), total.size)
             if self._name < peer:
                 np.add(total, m, out=total)        # uint64 arithmetic wraps mod 2^64
             else:
                 np.subtract(total, m, out=total)
         self._used_rounds.add(r)
-        values = total.reshape(x.shape)
+        values = total.reshape(arr.shape)
         values.flags.writeable = False
         return MaskedInput(party=self._name, round_id=r, participants=tuple(sorted(keys)),
                            transcript=_transcript(self._session, rb, keys), scale_bits=f, values=values)
 
 
 def aggregate(masked: Mapping[str, MaskedInput], expected: Iterable[str]) -> np.ndarray:
-    """Curator side: add the masked inputs mod ``2^64`` and decode their float sum.
+    """Curator side: :func:`decode` of :func:`aggregate_encoded`.
+
+    See :func:`aggregate_encoded` for the checks; returns ``Σ_i v_i`` (float64)
+    within ``n · 2^(−f−1)`` per cell.
+
+    Examples
+    --------
+    >>> names = ["x", "y", "z"]
+    >>> ps = [SecureAggregationParty(n, "s") for n in names]
+    >>> keys = {p.name: p.public_key for p in ps}
+    >>> out = {p.name: p.mask([1.0], keys, 7, participants=names) for p in ps[:2]}   # z dropped out
+    >>> aggregate(out, expected=names)
+    Traceback (most recent call last):
+    ...
+    skdpsynth.federated.secure_aggregation.SecureAggregationError: round aborted: no masked input from ['z'] ...
+    """
+    total = aggregate_encoded(masked, expected)
+    return decode(total, next(iter(masked.values())).scale_bits)
+
+
+def aggregate_encoded(masked: Mapping[str, MaskedInput], expected: Iterable[str]) -> np.ndarray:
+    """Curator side: check the round and add the masked inputs mod ``2^64`` (the masks cancel).
 
     Parameters
     ----------
@@ -498,8 +554,8 @@ def aggregate(masked: Mapping[str, MaskedInput], expected: Iterable[str]) -> np.
 
     Returns
     -------
-    numpy.ndarray of float64
-        ``Σ_i v_i`` within ``n · 2^(−f−1)`` per cell.
+    numpy.ndarray of uint64
+        ``Σ_i enc(v_i) mod 2^64`` (the masks cancelled), not yet decoded.
 
     Raises
     ------
@@ -515,11 +571,9 @@ def aggregate(masked: Mapping[str, MaskedInput], expected: Iterable[str]) -> np.
     >>> names = ["x", "y", "z"]
     >>> ps = [SecureAggregationParty(n, "s") for n in names]
     >>> keys = {p.name: p.public_key for p in ps}
-    >>> out = {p.name: p.mask([1.0], keys, 7, participants=names) for p in ps[:2]}   # z dropped out
-    >>> aggregate(out, expected=names)
-    Traceback (most recent call last):
-    ...
-    skdpsynth.federated.secure_aggregation.SecureAggregationError: round aborted: no masked input from ['z'] ...
+    >>> out = {p.name: p.mask([1.0], keys, 7, participants=names) for p in ps}
+    >>> aggregate_encoded(out, expected=names).tolist() == [3 << DEFAULT_SCALE_BITS]
+    True
     """
     if isinstance(expected, str):
         raise TypeError("expected must be a collection of names, not a str")
@@ -564,5 +618,4 @@ def aggregate(masked: Mapping[str, MaskedInput], expected: Iterable[str]) -> np.
     shapes = {n: np.shape(it.values) for n, it in zip(names, items)}
     if len(set(shapes.values())) > 1:
         raise SecureAggregationError(f"masked vectors have different shapes: {shapes}")
-    total = np.add.reduce(np.stack([np.asarray(it.values) for it in items]), axis=0, dtype=np.uint64)
-    return decode(total, items[0].scale_bits)
+    return np.add.reduce(np.stack([np.asarray(it.values) for it in items]), axis=0, dtype=np.uint64)
