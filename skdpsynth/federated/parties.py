@@ -6,6 +6,14 @@ marginal (protocol B), or its input to the simulated secure-aggregation
 primitive of protocol A, which only the :class:`Federation` consumes and
 which leaves it as a noisy slice count.
 
+How protocol A's slice count is computed is the federation's
+``secure_computation`` setting: ``"simulated"`` (the default) collects every
+involved party's per-record index part in this process and adds them, a
+stand-in for the secure primitive; ``"cryptographic"`` runs real
+cryptography (:mod:`~skdpsynth.federated.secure_product` and
+:mod:`~skdpsynth.federated.secure_aggregation`, optional extra
+``skdpsynth[distributed]``), so the curator never receives per-record data.
+
 The :class:`Federation` is the curator's one handle on the parties: its
 :meth:`~Federation.measure` runs the parties' local work through joblib
 (``n_jobs``; any joblib backend can execute it, since every party's noise
@@ -18,6 +26,7 @@ tests show that the curator reads nothing but the messages.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,7 +36,39 @@ from ..domain import Domain
 from .dmm import PROTOCOLS, split_budget
 from .messages import MeasurementReply, NoisyIndicators, NoisyLocalMarginal, SliceCount
 
-__all__ = ["Party", "Federation", "ReplayFederation"]
+__all__ = ["Party", "Federation", "ReplayFederation", "SECURE_COMPUTATIONS"]
+
+SECURE_COMPUTATIONS = ("simulated", "cryptographic")
+"""The values of :class:`Federation`'s ``secure_computation``."""
+
+
+def _crypto_modules():
+    """The optional cryptographic modules (lazy: they need the ``cryptography`` package)."""
+    try:
+        from . import secure_aggregation, secure_product
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "secure_computation='cryptographic' needs the optional dependency 'cryptography'; "
+            "install it with: pip install 'skdpsynth[distributed]'"
+        ) from exc
+    return secure_aggregation, secure_product
+
+
+def _to_product_layout(vector: np.ndarray, domain: Domain, r: tuple, first: tuple, second: tuple) -> np.ndarray:
+    """A vector over ``r``'s cells (canonical order) as a ``d1 × d2`` matrix over ``(first, second)``.
+
+    The inverse of :func:`_from_product_layout`.
+    """
+    order = first + second
+    arr = np.asarray(vector).reshape(domain.shape_of(r)).transpose([r.index(a) for a in order])
+    return arr.reshape(domain.size(first), domain.size(second))
+
+
+def _from_product_layout(matrix: np.ndarray, domain: Domain, r: tuple, first: tuple, second: tuple) -> np.ndarray:
+    """A ``d1 × d2`` matrix over ``(first, second)`` (row-major flat indices) as a vector over ``r``'s cells."""
+    order = first + second
+    arr = np.asarray(matrix).reshape(tuple(domain.shape_of(first)) + tuple(domain.shape_of(second)))
+    return arr.transpose([order.index(a) for a in r]).ravel()
 
 
 class Party:
@@ -56,6 +97,8 @@ class Party:
         self._domain = domain
         self._codes = codes
         self._position = {c: k for k, c in enumerate(self.columns)}
+        self._secure = None          # its SecureAggregationParty (cryptographic mode only)
+        self._product = None         # its ProductParty of the product in progress
 
     def __repr__(self) -> str:
         return f"Party({self.name!r}, slice={self.slice}, columns={list(self.columns)}, n_rows={self.n_rows})"
@@ -100,6 +143,68 @@ class Party:
         """
         return self._flat(attrs, strides), rng.normal(0.0, np.sqrt(variance), n_cells)
 
+    # -- protocol A with real cryptography (Federation(secure_computation="cryptographic")) ----------------
+    def setup_secure(self, session: bytes) -> bytes:
+        """Create this party's X25519 key pair for ``session``; returns the public key (for the curator).
+
+        The private key stays inside the party's
+        :class:`~skdpsynth.federated.secure_aggregation.SecureAggregationParty`
+        (which refuses to be pickled, so such a party cannot be shipped to a
+        process-based joblib backend).
+        """
+        secure_aggregation, _ = _crypto_modules()
+        self._secure = secure_aggregation.SecureAggregationParty(self.name, session)
+        return self._secure.public_key
+
+    @property
+    def public_key(self) -> bytes:
+        """The party's secure-aggregation public key (after :meth:`setup_secure`)."""
+        if self._secure is None:
+            raise RuntimeError(f"Party {self.name!r} has no key pair; call setup_secure first.")
+        return self._secure.public_key
+
+    def local_noisy_count(self, attrs: tuple[str, ...], strides: Sequence[int], n_cells: int, variance: float,
+                          rng: np.random.Generator) -> np.ndarray:
+        """Protocol A, a slice where this party holds all of ``r``: its marginal plus its noise share.
+
+        The same noise draw as :meth:`secure_sum_input`; the result is already
+        the DP slice count (no cryptography needed).
+        """
+        counts = np.bincount(self._flat(attrs, strides), minlength=n_cells).astype(float)
+        return counts + rng.normal(0.0, np.sqrt(variance), n_cells)
+
+    def product_masked_input(self, message, attrs: tuple[str, ...]) -> np.ndarray:
+        """Secure product, step 2: take the dealer's seed, return ``V − A`` (or ``V − B``) for the other party.
+
+        ``attrs`` are this party's attributes of ``r``; its one-hot code of a
+        record is its flat index over them (row-major over
+        ``domain.shape_of(attrs)``).  The returned words are uniform and go to
+        the *other party* of the slice, never to the curator (which knows the
+        seed's expansion).
+        """
+        _, secure_product = _crypto_modules()
+        codes = self._flat(attrs, self._local_strides(attrs))
+        self._product = secure_product.ProductParty(message, codes)
+        return self._product.masked_input()
+
+    def product_share(self, other_masked: np.ndarray, r: tuple[str, ...], first: tuple[str, ...],
+                      second: tuple[str, ...], variance: float, rng: np.random.Generator, public_keys: dict,
+                      round_id: int, participants: Sequence[str]):
+        """Secure product, steps 3–4: this party's share plus its noise, masked for secure aggregation.
+
+        The noise share is ``N(0, variance)`` per cell of ``r`` (the same draw
+        as :meth:`secure_sum_input`), laid out as the ``d1 × d2`` product
+        matrix over ``(first, second)``, the two parties' attributes.
+        Returns the :class:`~skdpsynth.federated.secure_aggregation.MaskedInput`
+        sent to the curator (uniform on its own).
+        """
+        if self._product is None:
+            raise RuntimeError(f"Party {self.name!r} has no product in progress.")
+        product, self._product = self._product, None
+        noise = rng.normal(0.0, np.sqrt(variance), self._domain.size(r))
+        share = product.share(other_masked, _to_product_layout(noise, self._domain, r, first, second))
+        return self._secure.mask_encoded(share, public_keys, round_id, participants=list(participants))
+
 
 def _local_step(party: Party, kind: str, args: tuple, seed: Sequence[int]):
     """One party's local work for one request (module level, so any joblib backend can run it)."""
@@ -122,6 +227,42 @@ class Federation:
     seed : int, default=0
         Root of the parties' noise seeds: call ``k``'s party ``p`` draws from
         ``SeedSequence([seed, k, p])``, so results do not depend on the backend.
+    secure_computation : {"simulated", "cryptographic"}, default="simulated"
+        How protocol A (``"secure_sum"``) computes each slice's noisy count
+        ``c_i + Σ_j z_ij``; protocol B is the same in both modes.
+
+        * ``"simulated"``: every involved party hands its per-record part of
+          the cell index and its noise share to this object, which adds them
+          and counts.  The *curator process sees per-record data*: a stand-in
+          for the secure primitive, only for experiments.
+        * ``"cryptographic"``: a slice where one party holds all of ``r``
+          sends its own noisy marginal (already DP).  A slice where ``r`` is
+          split between two parties runs the secure two-party product
+          (:mod:`~skdpsynth.federated.secure_product`) with the curator as
+          trusted dealer: the curator sends each party a triple seed, the
+          two parties exchange uniformly masked one-hot matrices *with each
+          other*, and each sends the curator its share plus its noise,
+          masked by pairwise secure aggregation
+          (:mod:`~skdpsynth.federated.secure_aggregation`).  The curator
+          sees the public keys, the masked shares (uniform one by one) and
+          their sum, i.e. only the noisy slice count, up to fixed-point
+          rounding of the noise (``≤ 2^-25`` per share and cell).  Three or
+          more parties sharing ``r`` in one slice raise
+          :class:`NotImplementedError` (the product covers two parties).
+          Trust model: semi-honest parties and curator, the curator not
+          colluding with any party (it knows the triples, so with one party
+          it would learn the other's data); public keys are not
+          authenticated and party dropouts abort the call.  Every party gets
+          one X25519 key pair per federation (session id from
+          :func:`os.urandom`), each ``measure`` call is a fresh aggregation
+          round, and every product a fresh triple.  The noise shares are the
+          very draws of the simulated mode (same seeds), so both modes agree
+          up to that rounding; each party draws its share itself, but the
+          seeds derive from the public ``seed`` (reproducibility), so a real
+          deployment must give every party a private seed instead.  The parties' work runs sequentially in this
+          process (``n_jobs`` is not used for it: key holders cannot be
+          pickled), all roles simulated in one process but with real
+          cryptography.  Needs ``cryptography`` (``skdpsynth[distributed]``).
 
     Examples
     --------
@@ -136,26 +277,43 @@ class Federation:
     >>> values, variance = combine(reply, dom)
     >>> np.round(values).astype(int).tolist(), reply.party_rhos()
     ([0, 2, 0, 1, 0, 1], {'party0.0': 500000.0, 'party0.1': 500000.0})
+
+    The same measurement with real cryptography (the curator sees no per-record data):
+
+    >>> fed = Federation.from_codes(codes, dom, part, seed=0, secure_computation="cryptographic")
+    >>> values, _ = combine(fed.measure(("a", "b"), rho=1e6), dom)
+    >>> np.round(values).astype(int).tolist()
+    [0, 2, 0, 1, 0, 1]
     """
 
-    def __init__(self, parties: list[Party], partition, domain: Domain, *, n_jobs=None, seed: int = 0):
+    def __init__(self, parties: list[Party], partition, domain: Domain, *, n_jobs=None, seed: int = 0,
+                 secure_computation: str = "simulated"):
+        if secure_computation not in SECURE_COMPUTATIONS:
+            raise ValueError(f"secure_computation must be one of {SECURE_COMPUTATIONS}, got {secure_computation!r}.")
         self.parties = list(parties)
         self.partition = partition
         self.domain = domain
         self.n_jobs = n_jobs
         self.seed = int(seed)
+        self.secure_computation = secure_computation
         self.replies: list[MeasurementReply] = []
         self._number = {p.name: k for k, p in enumerate(self.parties)}
         self._by_name = {p.name: p for p in self.parties}
+        self._public_keys: dict = {}
+        self._round = 0
+        if secure_computation == "cryptographic":
+            self._session = b"skdpsynth/federation/" + os.urandom(16)
+            self._public_keys = {p.name: p.setup_secure(self._session) for p in self.parties}
 
     @classmethod
-    def from_codes(cls, codes: np.ndarray, domain: Domain, partition, *, n_jobs=None, seed: int = 0) -> "Federation":
+    def from_codes(cls, codes: np.ndarray, domain: Domain, partition, *, n_jobs=None, seed: int = 0,
+                   secure_computation: str = "simulated") -> "Federation":
         """Split a table of integer codes (columns in domain order) among the partition's parties."""
         parties = []
         for spec in partition.parties():
             cols = [domain.index(c) for c in spec.columns]
             parties.append(Party(spec, codes[np.ix_(np.asarray(spec.rows), cols)], domain))
-        return cls(parties, partition, domain, n_jobs=n_jobs, seed=seed)
+        return cls(parties, partition, domain, n_jobs=n_jobs, seed=seed, secure_computation=secure_computation)
 
     def measure(self, attrs: Sequence[str], rho: float, *, protocol: str = "secure_sum", n_repeats: int = 1,
                 shortcut: bool = True) -> MeasurementReply:
@@ -185,6 +343,11 @@ class Federation:
         strides = {a: int(np.prod(shape[k + 1:])) for k, a in enumerate(r)}
         n_cells = self.domain.size(r)
         call = len(self.replies)
+        if protocol == "secure_sum" and self.secure_computation == "cryptographic":
+            reply = MeasurementReply(r, float(rho), int(n_repeats), protocol,
+                                     self._cryptographic_secure_sum(r, rho, n_repeats, call))
+            self.replies.append(reply)
+            return reply
         jobs, plan = [], []
         for shares in split_budget(self.partition, self.domain, r, rho):
             for s in shares:
@@ -206,6 +369,61 @@ class Federation:
         reply = MeasurementReply(r, float(rho), int(n_repeats), protocol, parts)
         self.replies.append(reply)
         return reply
+
+    def _cryptographic_secure_sum(self, r: tuple, rho: float, n_repeats: int, call: int) -> tuple:
+        """Protocol A with real cryptography; returns the slices' :class:`SliceCount` messages.
+
+        Every party's noise comes from ``SeedSequence([seed, call, p])`` with
+        the same draw as in the simulated mode.
+        """
+        secure_aggregation, secure_product = _crypto_modules()
+        shape = self.domain.shape_of(r)
+        strides = {a: int(np.prod(shape[k + 1:])) for k, a in enumerate(r)}
+        n_cells = self.domain.size(r)
+        slices = [shares for shares in split_budget(self.partition, self.domain, r, rho) if shares]
+        for shares in slices:
+            if len(shares) > 2:
+                raise NotImplementedError(
+                    f"secure_computation='cryptographic': slice {shares[0].slice} splits the marginal {r} among "
+                    f"{len(shares)} parties {[s.party for s in shares]}; the secure product covers two parties "
+                    "only (use secure_computation='simulated', or a marginal held by at most two parties per slice).")
+        round_id, self._round = self._round, self._round + 1
+
+        def rng_of(name):
+            return np.random.default_rng(np.random.SeedSequence([self.seed, call, self._number[name]]))
+
+        parts = []
+        for shares in sorted(slices, key=lambda sh: sh[0].slice):
+            variances = [1.0 / (2.0 * n_repeats * s.rho) for s in shares]
+            rhos = {s.party: n_repeats * s.rho for s in shares}
+            if len(shares) == 1:
+                s = shares[0]
+                noisy = self._by_name[s.party].local_noisy_count(
+                    s.attrs, [strides[a] for a in s.attrs], n_cells, variances[0], rng_of(s.party))
+            else:
+                noisy = self._two_party_count(shares, variances, r, round_id, rng_of, secure_aggregation,
+                                              secure_product)
+            parts.append(SliceCount(shares[0].slice, r, noisy, float(sum(variances)), rhos))
+        return tuple(parts)
+
+    def _two_party_count(self, shares, variances, r, round_id, rng_of, secure_aggregation, secure_product):
+        """One slice's noisy count when ``r`` is split between two parties (secure product + aggregation)."""
+        (s1, s2), (v1, v2) = shares, variances
+        p1, p2 = self._by_name[s1.party], self._by_name[s2.party]
+        first, second = s1.attrs, s2.attrs
+        d1, d2 = self.domain.size(first), self.domain.size(second)
+        names = [p1.name, p2.name]
+        keys = {n: self._public_keys[n] for n in names}
+        if p1.n_rows != p2.n_rows:
+            raise ValueError(f"Parties {names} of slice {s1.slice} have {p1.n_rows} and {p2.n_rows} records.")
+        dealer = secure_product.ProductDealer(p1.n_rows, d1, d2)         # the curator: trusted initializer
+        to1, to2 = dealer.seeds()
+        e = p1.product_masked_input(to1, first)                          # party 1 -> party 2
+        f = p2.product_masked_input(to2, second)                         # party 2 -> party 1
+        masked = {p.name: p.product_share(other, r, first, second, v, rng_of(p.name), keys, round_id, names)
+                  for p, other, v in ((p1, f, v1), (p2, e, v2))}                # each -> curator
+        matrix = dealer.finish(secure_aggregation.aggregate_encoded(masked, expected=names))
+        return _from_product_layout(matrix, self.domain, r, first, second)
 
     @staticmethod
     def _secure_aggregate(plan, outputs, r, n_cells: int, n_repeats: int) -> tuple:

@@ -2,8 +2,9 @@
 
 Protocol A of RandDPGen (``shared/specs/hybrid.md`` §3.2.2) needs the curator to
 learn only ``Σ_j v_j``, the sum of the involved parties' noisy vectors, and
-none of the ``v_j``.  This module is that primitive, standalone (it is not yet
-wired into :mod:`skdpsynth.federated.parties`, which still *simulates* the sum).
+none of the ``v_j``.  This module is that primitive; :class:`~skdpsynth.federated.Federation`
+uses it with ``secure_computation="cryptographic"`` (with
+:mod:`skdpsynth.federated.secure_product` for cliques split between two parties).
 
 Protocol (one round, honest-but-curious curator)
 ------------------------------------------------

@@ -1,0 +1,139 @@
+"""Federation(secure_computation="cryptographic"): protocol A with real cryptography."""
+import numpy as np
+import pytest
+
+pytest.importorskip("cryptography")
+
+from skdpsynth import Domain  # noqa: E402
+from skdpsynth.federated import Federation, HybridPartition, combine  # noqa: E402
+from skdpsynth.federated.parties import Party  # noqa: E402
+
+COLUMNS = ["a", "b", "c", "d"]
+SIZES = [2, 3, 4, 2]
+# a: held alone; (a, b): one party; (b, c) and (a, c): split; (a, b, c), (b, c, d): 3-way split over two parties
+MARGINALS = [("a",), ("c",), ("a", "b"), ("b", "c"), ("a", "c"), ("a", "b", "c"), ("b", "c", "d"), ("c", "d")]
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    dom = Domain(COLUMNS, SIZES)
+    codes = np.column_stack([rng.integers(0, k, 60) for k in SIZES])
+    return dom, codes
+
+
+def _exact(codes, dom, attrs):
+    r = dom.canonical(attrs)
+    idx = np.ravel_multi_index(tuple(codes[:, dom.index(a)] for a in r), dom.shape_of(r))
+    return np.bincount(idx, minlength=dom.size(r))
+
+
+def _both(codes, dom, part, seed=3):
+    sim = Federation.from_codes(codes, dom, part, seed=seed)
+    cry = Federation.from_codes(codes, dom, part, seed=seed, secure_computation="cryptographic")
+    return sim, cry
+
+
+def _check_agree(sim, cry, dom, marginals, rho=0.5):
+    for attrs in marginals:
+        rs, rc = sim.measure(attrs, rho), cry.measure(attrs, rho)
+        vs, var_s = combine(rs, dom)
+        vc, var_c = combine(rc, dom)
+        np.testing.assert_allclose(vc, vs, rtol=0, atol=1e-6, err_msg=str(attrs))
+        assert np.array_equal(np.asarray(var_c), np.asarray(var_s)), attrs
+        assert rc.party_rhos() == rs.party_rhos()
+        assert [p.variance for p in rc.parts] == [p.variance for p in rs.parts]
+
+
+@pytest.mark.parametrize("column_groups", [[["a", "b"], ["c", "d"]], [["c"], ["a", "b", "d"]]])
+def test_grid_cryptographic_matches_simulated(data, column_groups):
+    dom, codes = data
+    part = HybridPartition.grid(len(codes), COLUMNS, n_slices=2, column_groups=column_groups, random_state=1)
+    sim, cry = _both(codes, dom, part)
+    _check_agree(sim, cry, dom, MARGINALS)
+
+
+def test_grid_tiny_noise_gives_exact_counts(data):
+    dom, codes = data
+    part = HybridPartition.grid(len(codes), COLUMNS, n_slices=2, column_groups=[["a", "b"], ["c", "d"]],
+                                random_state=1)
+    cry = Federation.from_codes(codes, dom, part, seed=0, secure_computation="cryptographic")
+    for attrs in MARGINALS:
+        values, _ = combine(cry.measure(attrs, rho=1e9), dom)
+        assert np.round(values).astype(int).tolist() == _exact(codes, dom, attrs).tolist(), attrs
+
+
+def test_secure_computation_stored_and_default(data):
+    dom, codes = data
+    part = HybridPartition.vertical(len(codes), [["a", "b"], ["c", "d"]])
+    assert Federation.from_codes(codes, dom, part).secure_computation == "simulated"
+    fed = Federation.from_codes(codes, dom, part, secure_computation="cryptographic")
+    assert fed.secure_computation == "cryptographic"
+    assert len({p.public_key for p in fed.parties}) == len(fed.parties)   # one key pair per party
+
+
+def test_horizontal_only(data):
+    dom, codes = data
+    part = HybridPartition.horizontal(len(codes), COLUMNS, n_slices=3, random_state=2)
+    sim, cry = _both(codes, dom, part)
+    _check_agree(sim, cry, dom, MARGINALS)
+    # one party per slice: no cryptography needed, identical bytes
+    r_s, r_c = sim.measure(("a", "c"), 1.0), cry.measure(("a", "c"), 1.0)
+    assert all(np.array_equal(x.values, y.values) for x, y in zip(r_s.parts, r_c.parts))
+
+
+def test_vertical_only(data):
+    dom, codes = data
+    part = HybridPartition.vertical(len(codes), [["a", "c"], ["b", "d"]])
+    sim, cry = _both(codes, dom, part)
+    _check_agree(sim, cry, dom, MARGINALS)
+
+
+def test_indicator_protocol_unchanged(data):
+    dom, codes = data
+    part = HybridPartition.vertical(len(codes), [["a", "c"], ["b", "d"]])
+    sim, cry = _both(codes, dom, part)
+    vs, _ = combine(sim.measure(("a", "b"), 1.0, protocol="indicator"), dom)
+    vc, _ = combine(cry.measure(("a", "b"), 1.0, protocol="indicator"), dom)
+    assert np.array_equal(vs, vc)
+
+
+def test_invalid_secure_computation(data):
+    dom, codes = data
+    part = HybridPartition.vertical(len(codes), [["a", "b"], ["c", "d"]])
+    with pytest.raises(ValueError, match="secure_computation"):
+        Federation.from_codes(codes, dom, part, secure_computation="homomorphic")
+
+
+def test_three_parties_in_a_slice_not_implemented(data):
+    dom, codes = data
+    part = HybridPartition.grid(len(codes), COLUMNS, n_slices=2, column_groups=[["a"], ["b"], ["c", "d"]],
+                                random_state=0)
+    fed = Federation.from_codes(codes, dom, part, secure_computation="cryptographic")
+    with pytest.raises(NotImplementedError, match="two parties"):
+        fed.measure(("a", "b", "c"), 1.0)
+    assert fed.replies == []
+    # marginals over at most two of the three parties still work, and agree with the simulation
+    sim = Federation.from_codes(codes, dom, part)
+    _check_agree(sim, fed, dom, [("a", "b"), ("b", "d"), ("c", "d"), ("a",)])
+
+
+def test_curator_never_receives_per_record_indices(data, monkeypatch):
+    dom, codes = data
+    part = HybridPartition.grid(len(codes), COLUMNS, n_slices=2, column_groups=[["a", "b"], ["c", "d"]],
+                                random_state=1)
+    sim = Federation.from_codes(codes, dom, part, seed=5)
+    expected = [combine(sim.measure(attrs, 1.0), dom)[0] for attrs in MARGINALS]
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("per-record index parts were requested in cryptographic mode")
+
+    monkeypatch.setattr(Party, "secure_sum_input", forbidden)
+    cry = Federation.from_codes(codes, dom, part, seed=5, secure_computation="cryptographic")
+    for attrs, want in zip(MARGINALS, expected):
+        reply = cry.measure(attrs, 1.0)
+        np.testing.assert_allclose(combine(reply, dom)[0], want, rtol=0, atol=1e-6)
+        for msg in reply.parts:       # only per-cell counts reach the curator
+            assert np.shape(msg.values) == (dom.size(reply.attrs),)
+    with pytest.raises(AssertionError, match="per-record"):   # the simulated path does use it
+        sim.measure(("a", "c"), 1.0)
