@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..domain import Domain
 from ..federated import Federation, HybridPartition
+from ..federated.parties import SECURE_COMPUTATIONS
 from ..federated.dmm import PROTOCOLS, exceeds_paper_bound, measurement_variance, paper_bound_variance
 from ..federated.messages import combine
 from ..graphical import GraphicalModel, Measurement, minimum_variance_total, mirror_descent
@@ -372,6 +373,15 @@ class HybridSynthesizer(BaseSynthesizer):
         on Adult at ε = 1 grew a 57 GiB junction tree, so it is on here.
         ``None`` turns it off.
     sampling : {"round", "sample"}, default="round"
+    secure_computation : {"simulated", "cryptographic"}, default="simulated"
+        How protocol A's slice counts are computed (see
+        :class:`~skdpsynth.federated.Federation`): ``"simulated"`` adds the
+        parties' per-record index parts in the curator's process (the trust
+        assumption of the paper); ``"cryptographic"`` uses secure aggregation
+        and a secure two-party product, so the curator sees no per-record
+        data (needs ``skdpsynth[distributed]``; at most two parties may share
+        a marginal within one slice).  The two give the same fit up to
+        fixed-point rounding of the noisy counts (below 1e-6).
     n_jobs : int, optional
         joblib ``n_jobs`` for the parties' local work.
     random_state : None, int or numpy.random.Generator
@@ -456,6 +466,7 @@ class HybridSynthesizer(BaseSynthesizer):
         tol: float = 1e-6,
         max_model_size: float | None = 80.0,
         sampling: str = "round",
+        secure_computation: str = "simulated",
         n_jobs: int | None = None,
         random_state=None,
         verbose: int = 0,
@@ -484,6 +495,7 @@ class HybridSynthesizer(BaseSynthesizer):
         self.tol = tol
         self.max_model_size = max_model_size
         self.sampling = sampling
+        self.secure_computation = secure_computation
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -519,6 +531,9 @@ class HybridSynthesizer(BaseSynthesizer):
         self._settings()
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}.")
+        if self.secure_computation not in SECURE_COMPUTATIONS:
+            raise ValueError(f"secure_computation must be one of {SECURE_COMPUTATIONS}, got "
+                             f"{self.secure_computation!r}.")
         if self.pgm_loss not in _PGM_LOSSES:
             raise ValueError(f"pgm_loss must be one of {_PGM_LOSSES}, got {self.pgm_loss!r}.")
         if not (isinstance(self.n_repeats, (int, np.integer)) and self.n_repeats >= 1):
@@ -632,6 +647,7 @@ class HybridSynthesizer(BaseSynthesizer):
                 f"({self.epsilon:g}, {delta:g})-DP. The ledger charges the true cost (privacy_report_ states it).",
                 UserWarning, stacklevel=3)
         federation = Federation.from_codes(codes, domain, partition, n_jobs=self.n_jobs,
+                                           secure_computation=self.secure_computation,
                                            seed=int(rng.integers(2**63)))
         workload = resolve_workload(self.workload, domain, None, default_ways=2)
         self._log(f"partition K={K} x S={S} ({partition.n_parties} parties), protocol {self.protocol}, "
