@@ -485,12 +485,18 @@ def test_audit_aim_synthesizer():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("partition", [None, {"n_slices": 2, "n_vertical": 2}])
-def test_audit_hybrid_synthesizer(partition):
+@pytest.mark.parametrize("partition, secure", [
+    (None, "simulated"), ({"n_slices": 2, "n_vertical": 2}, "simulated"),
+    # The cryptographic protocol A is a release path of its own (secure product and aggregation).
+    ({"n_slices": 2, "n_vertical": 2}, "cryptographic"),
+])
+def test_audit_hybrid_synthesizer(partition, secure):
+    if secure == "cryptographic":
+        pytest.importorskip("cryptography")
     res, _ = _synth_audit(
-        f"HybridSynthesizer partition={partition}",
+        f"HybridSynthesizer partition={partition} secure_computation={secure}",
         lambda rng: HybridSynthesizer(_EPS, _DELTA, partition=partition, domain=_DOMAIN, max_rounds=6, max_iters=20,
-                                      final_iters=30, random_state=rng),
+                                      final_iters=30, secure_computation=secure, random_state=rng),
         lambda s: _record_count_in_model(s.model_), _EPS, n_runs=200, delta=_DELTA, seed=32)
     assert res.epsilon_lower_bound <= _EPS
 
