@@ -175,7 +175,7 @@ def _refuse_numeric_quantities(frame: pd.DataFrame, given: dict) -> None:
             continue
         size = int(col.max()) + 1 if col.dtype.kind in "iu" and col.min() >= 0 else col.nunique()
         if size > MAX_INFERRED_NUMERIC_VALUES:
-            found.append(f"{name!r} ({size:,} {'codes' if col.dtype.kind in 'iu' else 'values'})")
+            found.append(repr(name))  # not the size: an error message must not quote a statistic of the data
     if found:
         raise ValueError(
             f"Numeric columns {', '.join(found)} would become category codes with more than "
