@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from .domain import Domain
 from .privacy import warn_privacy_leak
 from .privacy.metadata import is_public
-from .utils import check_random_state
+from .utils import append_target, check_random_state
 
 try:  # public since scikit-learn 1.6
     from sklearn.utils import get_tags
@@ -464,7 +464,7 @@ class SynthesisPipeline(BaseEstimator):
 
         self._validate_steps()
         self.n_features_in_ = np.shape(X)[1]  # the columns of X; a target given as y is not a feature
-        X = _with_target(X, y)  # the target goes through preprocessing like any column
+        X = append_target(X, y)  # the target goes through preprocessing like any column
         fitted, ledger, Xt = [], PrivacyLedger(), X
         for name, step in self.steps[:-1]:
             step = clone(step)
@@ -532,7 +532,7 @@ class SynthesisPipeline(BaseEstimator):
         them, e.g. ``marginal_tvd(pipe.transform(X_test), pipe.sample(inverse_transform=False))``.
         """
         check_is_fitted(self, "steps_")
-        Xt = _with_target(X, y)
+        Xt = append_target(X, y)
         for _, step in self.steps_[:-1]:
             Xt = step.transform(Xt)
         return Xt
@@ -558,22 +558,6 @@ class SynthesisPipeline(BaseEstimator):
         from .metrics.scorers import marginal_scorer
 
         return marginal_scorer(ways=2)(self, X, y)
-
-
-def _with_target(X, y):
-    """``X`` with ``y`` appended as its last column (named ``y.name``, else ``"target"``), as ``fit`` does it."""
-    if y is None:
-        return X
-    frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)).rename(columns=lambda j: f"x{j}")
-    name = getattr(y, "name", None)
-    name = "target" if name is None else name
-    if name in frame.columns:
-        raise ValueError(f"y is named {name!r} but X already has such a column.")
-    target = y.copy() if isinstance(y, pd.Series) else pd.Series(np.asarray(y))
-    if len(target) != len(frame):
-        raise ValueError(f"X has {len(frame)} rows but y has {len(target)}.")
-    target.name, target.index = name, frame.index
-    return pd.concat([frame, target.to_frame()], axis=1)
 
 
 def _accepts_random_state(method) -> bool:

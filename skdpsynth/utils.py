@@ -1,12 +1,13 @@
-"""Small shared utilities: random-state handling, memory checks."""
+"""Small shared utilities: random-state handling, memory checks, the target column of ``fit(X, y)``."""
 from __future__ import annotations
 
 import numbers
 import os
 
 import numpy as np
+import pandas as pd
 
-__all__ = ["check_random_state", "available_memory", "check_memory", "format_bytes"]
+__all__ = ["check_random_state", "available_memory", "check_memory", "format_bytes", "append_target"]
 
 
 def check_random_state(seed=None) -> np.random.Generator:
@@ -111,3 +112,30 @@ def check_memory(required: float, what: str, advice: str) -> None:
             f"{what} needs about {format_bytes(required)} of memory, but {format_bytes(available)} is available. "
             f"{advice}"
         )
+
+
+def append_target(X, y):
+    """``X`` with ``y`` as its last column, as every ``fit(X, y)`` of this package synthesizes it.
+
+    The column is named ``y.name``, else ``"target"``; an array ``X`` gets
+    scikit-learn's column names ``x0 … x{d-1}``.  ``y=None`` returns ``X``
+    unchanged.  The caller's ``X`` and ``y`` are not modified.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from skdpsynth.utils import append_target
+    >>> append_target(pd.DataFrame({"a": [0, 1]}), [1, 0]).columns.tolist()
+    ['a', 'target']
+    """
+    if y is None:
+        return X
+    frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)).rename(columns=lambda j: f"x{j}")
+    target = y.copy() if isinstance(y, pd.Series) else pd.Series(np.asarray(y))
+    if target.ndim != 1 or len(target) != len(frame):
+        raise ValueError(f"X has {len(frame)} rows but y has shape {np.shape(y)}; y must be 1-D.")
+    name = target.name if target.name is not None else "target"
+    if name in frame.columns:
+        raise ValueError(f"y is named {name!r} but X already has such a column.")
+    target.name, target.index = name, frame.index
+    return pd.concat([frame, target.to_frame()], axis=1)  # a new frame: the caller's X is untouched

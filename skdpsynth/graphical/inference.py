@@ -125,6 +125,20 @@ def belief_propagation(
     return marginals, log_partition
 
 
+def next_to_eliminate(domain: Domain, scopes: Iterable[Sequence[str]], eliminate: set) -> str:
+    """The greedy elimination choice: the attribute of ``eliminate`` whose combined factor is smallest.
+
+    Ties go to the attribute first in domain order, so the order (and the
+    floating-point result) is deterministic.
+    """
+    scopes = [set(c) for c in scopes]
+
+    def cost(v):
+        return domain.size(set().union(*(c for c in scopes if v in c)))
+
+    return min(sorted(eliminate, key=domain.index), key=cost)
+
+
 def variable_elimination(
     domain: Domain, factors: Iterable[tuple[Sequence[str], np.ndarray]], target: Iterable[str]
 ) -> np.ndarray:
@@ -147,11 +161,7 @@ def variable_elimination(
     covered = set().union(*(set(c) for c, _ in pool)) if pool else set()
     eliminate = covered - set(target)
     while eliminate:
-        # Eliminate the attribute whose combined factor is smallest.
-        def cost(v):
-            return domain.size(set().union(*(set(c) for c, _ in pool if v in c)))
-
-        v = min(sorted(eliminate, key=domain.index), key=cost)
+        v = next_to_eliminate(domain, (c for c, _ in pool), eliminate)
         eliminate.discard(v)
         touching = [(c, t) for c, t in pool if v in c]
         pool = [(c, t) for c, t in pool if v not in c]

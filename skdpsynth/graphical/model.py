@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from ..domain import Domain
-from .inference import assemble_potentials, belief_propagation, variable_elimination
+from .inference import assemble_potentials, belief_propagation, next_to_eliminate, variable_elimination
 from .junction_tree import JunctionTree, broadcast_shape, sum_out
 
 # numpy's einsum takes at most 52 distinct axis labels.
@@ -145,10 +145,7 @@ class GraphicalModel:
         domain = self.domain
         eliminate = set(label) - set(attrs)
         while eliminate:
-            def cost(v):
-                return domain.size(set().union(*(set(c) for c, _ in factors if v in c)))
-
-            v = min(sorted(eliminate, key=domain.index), key=cost)
+            v = next_to_eliminate(domain, (c for c, _ in factors), eliminate)
             eliminate.discard(v)
             touching = [(c, t) for c, t in factors if v in c]
             factors = [(c, t) for c, t in factors if v not in c]

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Domain
+from ..utils import append_target
 from .fidelity import _check_ways, marginal_tvd
 from .utility import tstr_score
 
@@ -129,9 +130,7 @@ def _with_target(X, y):
     """``X`` with ``y`` as its last column, named as ``fit(X, y)`` names it (``y.name``, else ``"target"``)."""
     if y is None or (isinstance(X, pd.DataFrame) and getattr(y, "name", None) in X.columns):
         return X  # no target, or X is already the full table
-    from ..pipeline import _with_target as with_target  # one rule for every fit(X, y)
-
-    return with_target(X, y)
+    return append_target(X, y)
 
 
 def _sample(synthesizer, X, n_samples, random_state, **kwargs):

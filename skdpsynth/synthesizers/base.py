@@ -41,7 +41,7 @@ from ..marginals import as_codes
 from ..privacy import PrivacyLedger, cdp_rho, warn_privacy_leak
 from ..privacy.metadata import is_public
 from ..privacy.randomness import child_random_states, noise_generator, warn_reproducible_noise
-from ..utils import check_random_state
+from ..utils import append_target, check_random_state
 
 __all__ = ["BaseSynthesizer"]
 
@@ -321,16 +321,7 @@ class BaseSynthesizer(BaseEstimator):
             raise ValueError("The table has no columns.")
         if frame.columns.has_duplicates:
             raise ValueError("The table has duplicate column names.")
-        if y is not None:
-            y = y.copy() if isinstance(y, pd.Series) else pd.Series(np.asarray(y))
-            if y.ndim != 1 or len(y) != len(frame):
-                raise ValueError(f"X has {len(frame)} rows but y has shape {np.shape(y)}; y must be 1-D.")
-            name = y.name if y.name is not None else "target"
-            if name in frame.columns:
-                raise ValueError(f"y is named {name!r} but X already has such a column.")
-            y.name, y.index = name, frame.index
-            frame = pd.concat([frame, y.to_frame()], axis=1)  # a new frame: the caller's X is untouched
-        return frame
+        return append_target(frame, y)
 
     # -- sample -------------------------------------------------------------
     def sample(self, n_samples: int | None = None, random_state=None) -> pd.DataFrame:
