@@ -286,24 +286,35 @@ class Federation:
     [0, 2, 0, 1, 0, 1]
     """
 
-    def __init__(self, parties: list[Party], partition, domain: Domain, *, n_jobs=None, seed: int = 0,
-                 secure_computation: str = "simulated"):
+    def __init__(self, parties: list[Party] | None, partition, domain: Domain, *, n_jobs=None, seed: int = 0,
+                 secure_computation: str = "simulated", backend=None, dealer_secret: bytes | None = None):
         if secure_computation not in SECURE_COMPUTATIONS:
             raise ValueError(f"secure_computation must be one of {SECURE_COMPUTATIONS}, got {secure_computation!r}.")
-        self.parties = list(parties)
+        if parties is None and backend is None:
+            raise ValueError("A Federation needs its parties (in this process) or a backend that hosts them.")
+        if secure_computation == "simulated" and parties is None:
+            raise ValueError("secure_computation='simulated' adds the parties' per-record data in this process; "
+                             "with parties on a backend use secure_computation='cryptographic'.")
+        self.parties = None if parties is None else list(parties)
         self.partition = partition
         self.domain = domain
         self.n_jobs = n_jobs
         self.seed = int(seed)
         self.secure_computation = secure_computation
         self.replies: list[MeasurementReply] = []
-        self._number = {p.name: k for k, p in enumerate(self.parties)}
-        self._by_name = {p.name: p for p in self.parties}
+        self._specs = {spec.name: spec for spec in partition.parties()}
+        self._number = {name: k for k, name in enumerate(self._specs)}
+        self._by_name = {} if parties is None else {p.name: p for p in self.parties}
         self._public_keys: dict = {}
         self._round = 0
-        if secure_computation == "cryptographic":
-            self._session = b"skdpsynth/federation/" + os.urandom(16)
-            self._public_keys = {p.name: p.setup_secure(self._session) for p in self.parties}
+        self._dealer_secret = dealer_secret
+        self.noise_modes: dict = {}
+        if secure_computation == "cryptographic" and backend is None:
+            from .runtime import LocalBackend, PartyServer
+            backend = LocalBackend(servers={p.name: PartyServer.from_party(p) for p in self.parties})
+        self.backend = backend
+        if backend is not None:
+            self._setup()
 
     @classmethod
     def from_codes(cls, codes: np.ndarray, domain: Domain, partition, *, n_jobs=None, seed: int = 0,
@@ -314,6 +325,85 @@ class Federation:
             cols = [domain.index(c) for c in spec.columns]
             parties.append(Party(spec, codes[np.ix_(np.asarray(spec.rows), cols)], domain))
         return cls(parties, partition, domain, n_jobs=n_jobs, seed=seed, secure_computation=secure_computation)
+
+    @classmethod
+    def connect(cls, backend, partition, domain: Domain, *, seed: int, secure_computation: str = "cryptographic",
+                dealer_secret: bytes | None = None) -> "Federation":
+        """A federation whose parties run on ``backend`` (:mod:`~skdpsynth.federated.runtime`).
+
+        Starts the backend and runs the setup round (every party reads its
+        data where it runs, checks it against the public job and returns
+        its public key).  Close the federation (or use it as a context
+        manager) to release the parties.
+
+        Parameters
+        ----------
+        backend : LocalBackend, ProcessBackend or DaskBackend
+        partition : HybridPartition
+        domain : Domain
+        seed : int
+            Sent to the parties: only those hosted with ``noise="curator"``
+            use it (see :class:`~skdpsynth.federated.runtime.PartyHost`).
+        secure_computation : "cryptographic"
+            The only mode in which no per-record data reach the curator.
+        dealer_secret : bytes, optional
+            Derive the secure products' triple seeds from this curator-private
+            secret (so that a curator replaying a fit from files sends the
+            same seeds); by default they are fresh OS entropy.
+        """
+        backend.start()
+        try:
+            return cls(None, partition, domain, seed=seed, secure_computation=secure_computation, backend=backend,
+                       dealer_secret=dealer_secret)
+        except BaseException:
+            backend.close()
+            raise
+
+    def close(self) -> None:
+        """Release the parties' backend (if any)."""
+        if self.backend is not None:
+            self.backend.close()
+
+    def __enter__(self) -> "Federation":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @staticmethod
+    def _request(arrays: dict | None = None, **fields) -> bytes:
+        """A request packet to a party (sealed data ride as uint8 arrays)."""
+        from .runtime import CURATOR
+        from .wire import pack
+
+        arrays = {k: np.frombuffer(bytes(v), dtype=np.uint8) for k, v in (arrays or {}).items()}
+        return pack("Request", sender=CURATOR, fields=fields, arrays=arrays)
+
+    def _setup(self) -> None:
+        """The setup round: every party gets the public job and answers with its public key."""
+        from .runtime import CURATOR
+        from .wire import MessageError, unpack
+
+        secure_aggregation, _ = _crypto_modules()
+        self._session = b"skdpsynth/federation/" + os.urandom(16)
+        self._curator = secure_aggregation.SecureAggregationParty(CURATOR, self._session)
+        domain = {"attrs": list(self.domain.attrs), "sizes": [int(s) for s in self.domain.shape]}
+        requests = {
+            name: self._request(op="setup", session=self._session.hex(), curator_key=self._curator.public_key.hex(),
+                                number=self._number[name], seed=self.seed, domain=domain,
+                                spec={"name": name, "slice": int(spec.slice), "index": int(spec.index),
+                                      "n_rows": int(spec.n_rows), "columns": list(spec.columns)})
+            for name, spec in self._specs.items()}
+        for name, data in self.backend.call(requests).items():
+            packet = unpack(data, kinds=("PublicKey",), sender=name)
+            try:
+                key = bytes.fromhex(packet.fields["key"])
+            except (KeyError, TypeError, ValueError):
+                raise MessageError(name, "its public key is not a hex string.") from None
+            if len(key) != 32 or packet.fields.get("noise") not in ("private", "curator"):
+                raise MessageError(name, "its setup reply is malformed (a 32-byte key and its noise mode).")
+            self._public_keys[name] = key
+            self.noise_modes[name] = packet.fields["noise"]
 
     def measure(self, attrs: Sequence[str], rho: float, *, protocol: str = "secure_sum", n_repeats: int = 1,
                 shortcut: bool = True) -> MeasurementReply:
@@ -343,9 +433,9 @@ class Federation:
         strides = {a: int(np.prod(shape[k + 1:])) for k, a in enumerate(r)}
         n_cells = self.domain.size(r)
         call = len(self.replies)
-        if protocol == "secure_sum" and self.secure_computation == "cryptographic":
+        if self.secure_computation == "cryptographic":
             reply = MeasurementReply(r, float(rho), int(n_repeats), protocol,
-                                     self._cryptographic_secure_sum(r, rho, n_repeats, call))
+                                     self._backend_measure(r, rho, protocol, n_repeats, shortcut, call))
             self.replies.append(reply)
             return reply
         jobs, plan = [], []
@@ -370,60 +460,140 @@ class Federation:
         self.replies.append(reply)
         return reply
 
-    def _cryptographic_secure_sum(self, r: tuple, rho: float, n_repeats: int, call: int) -> tuple:
-        """Protocol A with real cryptography; returns the slices' :class:`SliceCount` messages.
+    def _backend_measure(self, r: tuple, rho: float, protocol: str, n_repeats: int, shortcut: bool,
+                         call: int) -> tuple:
+        """One DMM call through the backend: requests out, validated messages in (the cryptographic mode).
 
-        Every party's noise comes from ``SeedSequence([seed, call, p])`` with
-        the same draw as in the simulated mode.
+        Protocol A: a slice where one party holds all of ``r`` sends its
+        noisy count; a slice where two parties share ``r`` runs the secure
+        product (curator as dealer, the parties' masked inputs sealed for
+        each other and relayed) and pairwise-masked aggregation of their
+        shares.  Protocol B: every party sends its noisy matrix or marginal.
         """
-        secure_aggregation, secure_product = _crypto_modules()
+        from .wire import from_bytes
+
+        _, secure_product = _crypto_modules()
         shape = self.domain.shape_of(r)
         strides = {a: int(np.prod(shape[k + 1:])) for k, a in enumerate(r)}
         n_cells = self.domain.size(r)
         slices = [shares for shares in split_budget(self.partition, self.domain, r, rho) if shares]
+        requests, expected, products = {}, {}, []
         for shares in slices:
-            if len(shares) > 2:
+            variances = [1.0 / (2.0 * n_repeats * s.rho) for s in shares]
+            if protocol == "secure_sum" and len(shares) == 2:
+                products.append(self._product_open(shares, variances, {s.party: n_repeats * s.rho for s in shares}, call,
+                                                    requests, secure_product))
+                continue
+            if protocol == "secure_sum" and len(shares) > 2:
                 raise NotImplementedError(
                     f"secure_computation='cryptographic': slice {shares[0].slice} splits the marginal {r} among "
                     f"{len(shares)} parties {[s.party for s in shares]}; the secure product covers two parties "
                     "only (use secure_computation='simulated', or a marginal held by at most two parties per slice).")
-        round_id, self._round = self._round, self._round + 1
-
-        def rng_of(name):
-            return np.random.default_rng(np.random.SeedSequence([self.seed, call, self._number[name]]))
-
+            for s, v in zip(shares, variances):
+                if protocol == "secure_sum":
+                    kind, message_kind = "count", "SliceCount"
+                elif shortcut and len(shares) == 1:
+                    kind, message_kind = "local_marginal", "NoisyLocalMarginal"
+                else:
+                    kind, message_kind = "indicators", "NoisyIndicators"
+                requests[s.party] = self._request(
+                    op="measure", kind=kind, attrs=list(s.attrs), r=list(r), strides=[strides[a] for a in s.attrs],
+                    n_cells=n_cells, variance=v, rho=n_repeats * s.rho, call=call)
+                expected[s.party] = ({"sender": s.party, "kind": message_kind, "attrs": r if kind == "count"
+                                      else s.attrs, "rho": n_repeats * s.rho}, s)
+        replies = self.backend.call(requests) if requests else {}
         parts = []
-        for shares in sorted(slices, key=lambda sh: sh[0].slice):
-            variances = [1.0 / (2.0 * n_repeats * s.rho) for s in shares]
-            rhos = {s.party: n_repeats * s.rho for s in shares}
-            if len(shares) == 1:
-                s = shares[0]
-                noisy = self._by_name[s.party].local_noisy_count(
-                    s.attrs, [strides[a] for a in s.attrs], n_cells, variances[0], rng_of(s.party))
-            else:
-                noisy = self._two_party_count(shares, variances, r, round_id, rng_of, secure_aggregation,
-                                              secure_product)
-            parts.append(SliceCount(shares[0].slice, r, noisy, float(sum(variances)), rhos))
-        return tuple(parts)
+        for name, (exp, s) in expected.items():
+            message = from_bytes(replies[name], expected=exp, domain=self.domain).message
+            self._check_party_message(name, s, message)
+            parts.append(message)
+        if products:
+            parts += self._product_finish(products, r, call, replies)
+        return tuple(sorted(parts, key=lambda m: (m.slice, self._number.get(getattr(m, "party", ""), -1))))
 
-    def _two_party_count(self, shares, variances, r, round_id, rng_of, secure_aggregation, secure_product):
-        """One slice's noisy count when ``r`` is split between two parties (secure product + aggregation)."""
-        (s1, s2), (v1, v2) = shares, variances
-        p1, p2 = self._by_name[s1.party], self._by_name[s2.party]
-        first, second = s1.attrs, s2.attrs
-        d1, d2 = self.domain.size(first), self.domain.size(second)
-        names = [p1.name, p2.name]
-        keys = {n: self._public_keys[n] for n in names}
-        if p1.n_rows != p2.n_rows:
-            raise ValueError(f"Parties {names} of slice {s1.slice} have {p1.n_rows} and {p2.n_rows} records.")
-        dealer = secure_product.ProductDealer(p1.n_rows, d1, d2)         # the curator: trusted initializer
-        to1, to2 = dealer.seeds()
-        e = p1.product_masked_input(to1, first)                          # party 1 -> party 2
-        f = p2.product_masked_input(to2, second)                         # party 2 -> party 1
-        masked = {p.name: p.product_share(other, r, first, second, v, rng_of(p.name), keys, round_id, names)
-                  for p, other, v in ((p1, f, v1), (p2, e, v2))}                # each -> curator
-        matrix = dealer.finish(secure_aggregation.aggregate_encoded(masked, expected=names))
-        return _from_product_layout(matrix, self.domain, r, first, second)
+    def _check_party_message(self, name: str, share, message) -> None:
+        from .wire import MessageError
+
+        if message.slice != share.slice:
+            raise MessageError(name, f"it answers for slice {message.slice}, the party is in slice {share.slice}.")
+        matrix = getattr(message, "matrix", None)
+        if matrix is not None and matrix.shape[0] != self._specs[name].n_rows:
+            raise MessageError(name, f"its matrix has {matrix.shape[0]} rows, its roster {self._specs[name].n_rows}.")
+
+    def _dealer_seeds(self, call: int, slice_: int):
+        if self._dealer_secret is None:
+            return None
+        import hashlib
+        import hmac
+
+        return tuple(hmac.new(self._dealer_secret, f"{role}|{call}|{slice_}".encode(), hashlib.sha256).digest()
+                     for role in ("A", "B"))
+
+    def _product_open(self, shares, variances, rhos: dict, call: int, requests: dict, secure_product) -> tuple:
+        """Secure product, step 1: the dealer's sealed triple seed to each of the two parties."""
+        from .runtime import DEALER_PURPOSE, seal
+
+        s1, s2 = shares
+        n = self._specs[s1.party].n_rows
+        if self._specs[s2.party].n_rows != n:
+            raise ValueError(f"Parties {s1.party!r} and {s2.party!r} of slice {s1.slice} have different rosters.")
+        dealer = secure_product.ProductDealer(n, self.domain.size(s1.attrs), self.domain.size(s2.attrs),
+                                              seeds=self._dealer_seeds(call, s1.slice))
+        for s, peer, triple in zip((s1, s2), (s2, s1), dealer.seeds()):
+            key = self._curator.pairwise_key(s.party, self._public_keys[s.party], purpose=DEALER_PURPOSE)
+            nonce, box = seal(key, triple.seed, f"dealer|{call}|{s.party}".encode())
+            requests[s.party] = self._request(
+                {"sealed_seed": box}, op="product_open", call=call, attrs=list(s.attrs), peer=peer.party,
+                peer_key=self._public_keys[peer.party].hex(), nonce=nonce.hex(),
+                triple={"role": triple.role, "n": triple.n, "d1": triple.d1, "d2": triple.d2,
+                        "scale_bits": triple.scale_bits})
+        return shares, variances, dealer, rhos
+
+    def _product_finish(self, products, r: tuple, call: int, opened: dict) -> list:
+        """Secure product, steps 2-4: relay the sealed inputs, collect the masked shares, add them, decode."""
+        from .runtime import _unhex
+        from .secure_aggregation import MaskedInput, aggregate_encoded
+        from .wire import MessageError, unpack
+
+        round_id, self._round = self._round, self._round + 1
+        requests, plan = {}, []
+        for (s1, s2), (v1, v2), dealer, rhos in products:
+            names = [s1.party, s2.party]
+            keys = {n: self._public_keys[n].hex() for n in names}
+            sealed = {}
+            for s, peer in ((s1, s2), (s2, s1)):
+                packet = unpack(opened[s.party], kinds=("Sealed",), sender=s.party)
+                if packet.fields.get("recipient") != peer.party or set(packet.arrays) != {"ciphertext"}:
+                    raise MessageError(s.party, f"its sealed product input is not addressed to {peer.party!r}.")
+                sealed[s.party] = packet
+            for s, peer, v in ((s1, s2, v1), (s2, s1, v2)):
+                packet = sealed[peer.party]
+                requests[s.party] = self._request(
+                    {"ciphertext": packet.arrays["ciphertext"].tobytes()}, op="product_share", call=call, r=list(r), first=list(s1.attrs), second=list(s2.attrs),
+                    variance=v, round_id=round_id, participants=names, public_keys=keys, peer=peer.party,
+                    nonce=packet.fields.get("nonce"), shape=packet.fields.get("shape"))
+            plan.append(((s1, s2), (v1, v2), dealer, rhos, names))
+        replies = self.backend.call(requests)
+        parts = []
+        for (s1, s2), (v1, v2), dealer, rhos, names in plan:
+            masked = {}
+            d = (self.domain.size(s1.attrs), self.domain.size(s2.attrs))
+            for name in names:
+                packet = unpack(replies[name], kinds=("MaskedInput",), sender=name)
+                values, f = packet.arrays.get("values"), packet.fields
+                if values is None or values.dtype != np.uint64 or values.shape != d:
+                    raise MessageError(name, f"its masked share must be a uint64 array of shape {d}.")
+                try:
+                    masked[name] = MaskedInput(party=name, round_id=int(f["round_id"]),
+                                               participants=tuple(f["participants"]),
+                                               transcript=_unhex(name, f["transcript"], "transcript"),
+                                               scale_bits=int(f["scale_bits"]), values=values)
+                except (KeyError, TypeError, ValueError):
+                    raise MessageError(name, "its masked share's fields are malformed.") from None
+            matrix = dealer.finish(aggregate_encoded(masked, expected=names))
+            noisy = _from_product_layout(matrix, self.domain, r, s1.attrs, s2.attrs)
+            parts.append(SliceCount(s1.slice, r, noisy, float(v1 + v2), rhos))
+        return parts
 
     @staticmethod
     def _secure_aggregate(plan, outputs, r, n_cells: int, n_repeats: int) -> tuple:

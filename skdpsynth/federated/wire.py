@@ -682,3 +682,156 @@ def same_message(a: Message, b: Message) -> bool:
         elif x != y:
             return False
     return True
+
+
+# --------------------------------------------------------------------------- protocol packets
+PACKET_FORMAT = "skdpsynth-federated-packet"
+"""The format name of protocol packets (requests, keys, sealed and masked data), distinct from DP messages."""
+_PACKET_KEYS = {"format", "version", "kind", "sender", "fields", "arrays"}
+_PACKET_DTYPES = tuple(np.dtype(t) for t in (np.float64, np.uint64, np.int64, np.uint8))
+
+
+@dataclass(frozen=True)
+class Packet:
+    """A protocol packet: a kind, its sender, JSON fields and named arrays.
+
+    Packets carry what is not itself a DP release: the curator's requests to
+    a party, a party's public key, data sealed for another party, masked
+    secure-aggregation inputs.  They use the same archive layout as the DP
+    messages (an ``.npz`` with a JSON ``header`` member, never pickled) under
+    the format name :data:`PACKET_FORMAT`.
+    """
+
+    kind: str
+    sender: str
+    fields: dict
+    arrays: dict
+
+
+def pack(kind: str, *, sender: str, fields: Mapping | None = None, arrays: Mapping | None = None) -> bytes:
+    """Serialise a protocol packet (see :class:`Packet`).
+
+    Parameters
+    ----------
+    kind : str
+    sender : str
+    fields : dict, optional
+        JSON-serialisable (finite numbers only).
+    arrays : dict of str to ndarray, optional
+        float64, uint64, int64 or uint8 arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.federated.wire import pack, unpack
+    >>> data = pack("Request", sender="curator", fields={"op": "setup"}, arrays={"x": np.arange(3.0)})
+    >>> p = unpack(data, kinds=("Request",), sender="curator")
+    >>> p.fields, p.arrays["x"].tolist()
+    ({'op': 'setup'}, [0.0, 1.0, 2.0])
+    """
+    if not isinstance(kind, str) or not kind:
+        raise ValueError(f"kind must be a non-empty string, got {kind!r}.")
+    if not isinstance(sender, str) or not sender:
+        raise ValueError(f"sender must be a non-empty string, got {sender!r}.")
+    arrays = {k: np.ascontiguousarray(v) for k, v in dict(arrays or {}).items()}
+    for key, value in arrays.items():
+        if key == "header" or not key.isidentifier():
+            raise ValueError(f"array name {key!r} is not allowed.")
+        if value.dtype not in _PACKET_DTYPES:
+            raise TypeError(f"array {key!r} has dtype {value.dtype}; packets carry {[d.str for d in _PACKET_DTYPES]}.")
+    header = {"format": PACKET_FORMAT, "version": FORMAT_VERSION, "kind": kind, "sender": sender,
+              "fields": dict(fields or {}),
+              "arrays": {k: {"shape": list(v.shape), "dtype": v.dtype.str} for k, v in arrays.items()}}
+    text = json.dumps(header, allow_nan=False, separators=(",", ":"))
+    buffer = io.BytesIO()
+    np.savez(buffer, header=np.frombuffer(text.encode("utf-8"), dtype=np.uint8), **arrays)
+    return buffer.getvalue()
+
+
+class _PacketReader(_Reader):
+    def __init__(self, data, kinds, sender, max_bytes, max_members):
+        super().__init__(data, None, None, max_bytes, max_members)
+        self.sender = sender
+        self.kinds = tuple(kinds)
+        self.expected_sender = sender
+
+    def read_packet(self) -> Packet:
+        self.open()
+        if "header" not in self.infos:
+            self.fail("the archive has no JSON header member.")
+        raw = self.array("header", None, np.dtype(np.uint8), 1)
+        try:
+            header = json.loads(raw.tobytes().decode("utf-8"), parse_constant=lambda name: float("nan"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            self.fail(f"the JSON header is malformed ({exc}).")
+        if not isinstance(header, dict) or set(header) != _PACKET_KEYS:
+            self.fail(f"the JSON header is malformed: expected the keys {sorted(_PACKET_KEYS)}.")
+        sender = header["sender"]
+        if not isinstance(sender, str) or not sender:
+            self.fail(f"the header's sender must be a non-empty string, got {sender!r}.")
+        if self.expected_sender is not None and sender != self.expected_sender:
+            self.fail(f"the packet claims to come from {sender!r}.")
+        self.sender = sender
+        if header["format"] != PACKET_FORMAT:
+            self.fail(f"unknown format {header['format']!r}, expected {PACKET_FORMAT!r}.")
+        if type(header["version"]) is not int or header["version"] != FORMAT_VERSION:
+            self.fail(f"unsupported format version {header['version']!r}; this reader knows {FORMAT_VERSION}.")
+        if header["kind"] not in self.kinds:
+            self.fail(f"unexpected packet kind {header['kind']!r}; expected one of {list(self.kinds)}.")
+        if not isinstance(header["fields"], dict) or not isinstance(header["arrays"], dict):
+            self.fail("the JSON header is malformed: fields and arrays must be objects.")
+        _check_finite_json(self, header["fields"])
+        arrays = {}
+        for key, spec in header["arrays"].items():
+            if key == "header" or not isinstance(spec, dict) or set(spec) != {"shape", "dtype"}:
+                self.fail(f"the header's entry for array {key!r} is malformed.")
+            try:
+                dtype = np.dtype(spec["dtype"])
+                shape = tuple(int(s) for s in spec["shape"])
+            except (TypeError, ValueError):
+                self.fail(f"the header's entry for array {key!r} is malformed.")
+            if dtype not in _PACKET_DTYPES or any(s < 0 for s in shape):
+                self.fail(f"array {key!r}: dtype {spec['dtype']!r} or shape {spec['shape']!r} is not allowed.")
+            value = self.array(key, shape, dtype, len(shape))
+            if dtype.kind == "f" and not np.isfinite(value).all():
+                self.fail(f"array {key!r} holds non-finite values.")
+            arrays[key] = value
+        extra = set(self.infos) - self.used
+        if extra:
+            self.fail(f"the archive holds arrays the header does not name: {sorted(extra)}.")
+        return Packet(header["kind"], sender, header["fields"], arrays)
+
+
+def _check_finite_json(reader: _Reader, value) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        reader.fail("the JSON header holds a non-finite number.")
+    if isinstance(value, dict):
+        for v in value.values():
+            _check_finite_json(reader, v)
+    elif isinstance(value, list):
+        for v in value:
+            _check_finite_json(reader, v)
+
+
+def unpack(data: bytes, *, kinds: Iterable[str], sender: str | None = None, max_bytes: int = MAX_BYTES,
+           max_members: int = MAX_MEMBERS) -> Packet:
+    """Read and validate a protocol packet written by :func:`pack`.
+
+    Parameters
+    ----------
+    data : bytes
+    kinds : iterable of str
+        The packet kinds acceptable here.
+    sender : str, optional
+        Who must have sent it.
+    max_bytes, max_members : int
+        As in :func:`from_bytes`.
+
+    Raises
+    ------
+    MessageError
+        Naming the sender, on a malformed archive or header, another format,
+        version, kind or sender, arrays that differ from the header or hold
+        non-finite floats.
+    """
+    return _PacketReader(data, kinds, sender, max_bytes, max_members).read_packet()

@@ -243,17 +243,27 @@ class BaseSynthesizer(BaseEstimator):
         self
         """
         start = time.perf_counter()
-        frame = self._as_frame(X, y)
+        remote = bool(getattr(X, "__skdpsynth_remote__", False))
+        if remote:  # records that stay with their parties (skdpsynth.federated.runtime.FederatedData)
+            self._check_remote(X, y)
+            frame = None
+        else:
+            frame = self._as_frame(X, y)
         budget = self._privacy_budget()
         self._check_params()
         warn_reproducible_noise(type(self).__name__, self.random_state)
         # A zCDP fit records the delta its rho was derived from: the ledger then states (epsilon, delta) itself.
         ledger = PrivacyLedger(zcdp_delta=float(self.delta) if "rho" in budget else None)
-        columns = _resolve_columns(frame, getattr(self, "domain", None), ledger,
-                                   from_array=not isinstance(X, pd.DataFrame))
-        domain = Domain([c.name for c in columns], [c.size for c in columns])
-        coded = pd.DataFrame({c.name: c.encode(frame[c.name]) for c in columns}, index=frame.index)
-        codes = as_codes(coded, domain)
+        if remote:
+            domain = X.domain  # public: the job's schema; the parties hold codes of it
+            columns = [_Column(a, domain[a], "codes", None, np.dtype(np.int64)) for a in domain.attrs]
+            codes, coded = X, None
+        else:
+            columns = _resolve_columns(frame, getattr(self, "domain", None), ledger,
+                                       from_array=not isinstance(X, pd.DataFrame))
+            domain = Domain([c.name for c in columns], [c.size for c in columns])
+            coded = pd.DataFrame({c.name: c.encode(frame[c.name]) for c in columns}, index=frame.index)
+            codes = as_codes(coded, domain)
         # The seed rule: noise from OS entropy (or the seed); every released stream from a source of its own.
         rng = noise_generator(self.random_state)
         public_state, sample_state = child_random_states(self.random_state, 2)
@@ -305,6 +315,19 @@ class BaseSynthesizer(BaseEstimator):
 
     def _fit_codes(self, codes: np.ndarray, domain: Domain, ledger: PrivacyLedger, rng, **budget) -> None:
         raise NotImplementedError
+
+    # Whether fit() takes data that stay with their parties (FederatedData); federated methods set it.
+    _fits_federated_data = False
+
+    def _check_remote(self, X, y) -> None:
+        if not self._fits_federated_data:
+            raise TypeError(f"{type(self).__name__} needs the records in this process; {type(X).__name__} "
+                            "(records that stay with their parties) is fitted by the federated synthesizers "
+                            "(HybridSynthesizer).")
+        if y is not None:
+            raise ValueError(f"With {type(X).__name__} the target is one of the parties' columns; do not pass y.")
+        if getattr(self, "domain", None) is not None:
+            raise ValueError(f"With {type(X).__name__} the domain is the one it carries; leave domain=None.")
 
     @staticmethod
     def _as_frame(X, y) -> pd.DataFrame:

@@ -36,6 +36,7 @@ from ..federated import Federation, HybridPartition
 from ..federated.parties import SECURE_COMPUTATIONS
 from ..federated.dmm import PROTOCOLS, exceeds_paper_bound, measurement_variance, paper_bound_variance
 from ..federated.messages import combine
+from ..federated.runtime import warn_curator_noise
 from ..graphical import GraphicalModel, Measurement, minimum_variance_total, mirror_descent
 from ..privacy import (PrivacyLedger, cdp_epsilon, cdp_epsilon_loose, cdp_rho, cdp_rho_loose, exponential_mechanism,
                        warn_privacy_leak)
@@ -439,6 +440,8 @@ class HybridSynthesizer(BaseSynthesizer):
     1.0
     """
 
+    _fits_federated_data = True  # fit(FederatedData(...)): parties on processes or dask workers
+
     def __init__(
         self,
         epsilon: float = 1.0,
@@ -620,8 +623,18 @@ class HybridSynthesizer(BaseSynthesizer):
 
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
         columns = list(domain.attrs)
-        simulated = self._is_simulated(self._fit_partition)
-        partition = self._resolve_partition(self._fit_partition, codes.shape[0], columns, rng)
+        remote = bool(getattr(codes, "__skdpsynth_remote__", False))
+        if remote:  # FederatedData: the parties run elsewhere; only their messages reach this process
+            if self._fit_partition is not None:
+                raise ValueError("FederatedData carries its partition; do not pass partition= as well.")
+            if self.secure_computation != "cryptographic":
+                raise ValueError("Parties that keep their records (FederatedData) need "
+                                 "secure_computation='cryptographic': the simulated mode adds their per-record "
+                                 "data in this process.")
+            simulated, partition = False, codes.partition
+        else:
+            simulated = self._is_simulated(self._fit_partition)
+            partition = self._resolve_partition(self._fit_partition, codes.shape[0], columns, rng)
         if simulated and self.protocol == "indicator":
             # Secure-sum variances depend on the layout only; the indicator protocol's on the slice sizes.
             warn_privacy_leak(
@@ -646,21 +659,26 @@ class HybridSynthesizer(BaseSynthesizer):
                 f"the budget: this fit is about ({to_epsilon(predicted, delta):.4g}, {delta:g})-DP, not "
                 f"({self.epsilon:g}, {delta:g})-DP. The ledger charges the true cost (privacy_report_ states it).",
                 UserWarning, stacklevel=3)
-        federation = Federation.from_codes(codes, domain, partition, n_jobs=self.n_jobs,
-                                           secure_computation=self.secure_computation,
-                                           seed=int(rng.integers(2**63)))
+        seed = int(rng.integers(2**63))
+        if remote:
+            federation = codes.federation(seed=seed, secure_computation=self.secure_computation)
+            warn_curator_noise(federation.noise_modes, ledger)
+        else:
+            federation = Federation.from_codes(codes, domain, partition, n_jobs=self.n_jobs,
+                                               secure_computation=self.secure_computation, seed=seed)
         workload = resolve_workload(self.workload, domain, None, default_ways=2)
         self._log(f"partition K={K} x S={S} ({partition.n_parties} parties), protocol {self.protocol}, "
                   f"rho {rho:.6g}")
-        result = randdpgen(
-            federation.measure, domain, partition, rho, workload=workload, rng=rng, ledger=ledger,
-            alpha=alpha, beta=beta, rounds=settings["max_rounds"], max_cells=self.max_cells,
-            anneal_factor=self.anneal_factor, protocol=self.protocol, shortcut=self.local_marginal_shortcut,
-            variance_model=settings["variance_model"], n_repeats=e,
-            use_selection_measurements=settings["use_selection_measurements"],
-            charge_selection=settings["charge_selection"], init=settings["init"], pgm_loss=self.pgm_loss,
-            max_iters=self.max_iters, final_iters=self.final_iters, tol=self.tol,
-            max_model_size=self.max_model_size, log=self._log if self.verbose else (lambda message: None))
+        with federation:
+            result = randdpgen(
+                federation.measure, domain, partition, rho, workload=workload, rng=rng, ledger=ledger,
+                alpha=alpha, beta=beta, rounds=settings["max_rounds"], max_cells=self.max_cells,
+                anneal_factor=self.anneal_factor, protocol=self.protocol, shortcut=self.local_marginal_shortcut,
+                variance_model=settings["variance_model"], n_repeats=e,
+                use_selection_measurements=settings["use_selection_measurements"],
+                charge_selection=settings["charge_selection"], init=settings["init"], pgm_loss=self.pgm_loss,
+                max_iters=self.max_iters, final_iters=self.final_iters, tol=self.tol,
+                max_model_size=self.max_model_size, log=self._log if self.verbose else (lambda message: None))
         # Honest accounting (§3.3, §3.14): what was measured costs e times its nominal budget.
         n_init = len(domain) if settings["init"] == "oneway" else 0
         init_sum, loop_sum = math.fsum(result.round_budgets[:n_init]), math.fsum(result.round_budgets[n_init:])

@@ -1,0 +1,722 @@
+"""Where the parties run and how the curator talks to them: the federated runtime.
+
+A party is a :class:`PartyServer`.  It loads its own records, where it runs,
+from a *source* it controls (a file path, a loader function, or an array
+already in that process), and answers the curator's request packets with
+bytes only: a DP message of :mod:`~skdpsynth.federated.wire`, or a protocol
+packet (its public key, data sealed for the other party of a secure product,
+a masked secure-aggregation input).  The curator side
+(:class:`~skdpsynth.federated.Federation`) sends requests and reads replies
+through a *backend*, which decides where the servers live:
+
+* :class:`LocalBackend` — in this process (what ``Federation.from_codes``
+  uses, and ``backend="local"``);
+* :class:`ProcessBackend` — one dedicated local process per party
+  (``concurrent.futures`` with the ``spawn`` start method; the party's
+  source is read in its process);
+* :class:`DaskBackend` — one ``dask.distributed`` worker per party, named in
+  :class:`PartyHost`; the server lives on its worker and the client only ever
+  gathers bytes.
+
+Every backend carries the same bytes, so a fit is the same whichever runs it.
+:class:`FederatedData` bundles the public schema, the partition and the
+parties' hosts; ``HybridSynthesizer().fit(FederatedData(...))`` fits without
+the records ever entering the curator's process.
+
+Trust model.  Parties and curator are semi-honest; the curator does not
+collude with a party.  Party-to-party data (the secure product's masked
+inputs) and the curator's triple seeds travel *sealed* (ChaCha20-Poly1305
+under pairwise X25519 + HKDF keys), relayed by the curator, so whoever
+carries the bytes learns nothing from them.  Public keys are not
+authenticated: the channel between each party and the curator must be (TLS,
+or files exchanged over an authenticated channel).  On a dask cluster the
+workers run the client's code: the curator could submit a task that reads a
+party's data, so a shared cluster fits organisations that trust the code the
+curator submits; those that do not use the file-based CLI roles
+(``skdpsynth party`` / ``skdpsynth curator``), which run the same servers.
+"""
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import threading
+import uuid
+from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..domain import Domain
+from ..privacy import warn_privacy_leak
+from ..privacy.randomness import SystemRandomGenerator
+from .messages import SliceCount
+from .wire import MessageError, pack, to_bytes, unpack
+
+__all__ = [
+    "CURATOR",
+    "NOISE_MODES",
+    "PartyHost",
+    "PartyServer",
+    "LocalBackend",
+    "ProcessBackend",
+    "DaskBackend",
+    "FederatedData",
+    "load_party_codes",
+    "seal",
+    "open_sealed",
+]
+
+CURATOR = "curator"
+"""The curator's name in packets (its requests' sender, its key pair's name)."""
+
+NOISE_MODES = ("private", "curator")
+"""How a party seeds its noise: ``"private"`` (OS entropy, its own) or ``"curator"`` (the curator's seed)."""
+
+DEALER_PURPOSE = b"skdpsynth/dealer-seed"
+RELAY_PURPOSE = b"skdpsynth/product-relay"
+_NONCE_BYTES = 12
+
+
+# --------------------------------------------------------------------------- sealing
+def _aead(key: bytes):
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("The federated runtime needs the optional dependency 'cryptography'; install it with: "
+                          "pip install 'skdpsynth[distributed]'") from exc
+    return ChaCha20Poly1305(key)
+
+
+def seal(key: bytes, plaintext: bytes, context: bytes) -> tuple[bytes, bytes]:
+    """Encrypt and authenticate ``plaintext`` under a 32-byte key, bound to ``context``; ``(nonce, ciphertext)``.
+
+    Examples
+    --------
+    >>> import os
+    >>> from skdpsynth.federated.runtime import open_sealed, seal
+    >>> key = os.urandom(32)
+    >>> nonce, box = seal(key, b"secret", b"a->b")
+    >>> open_sealed(key, nonce, box, b"a->b")
+    b'secret'
+    """
+    nonce = os.urandom(_NONCE_BYTES)
+    return nonce, _aead(key).encrypt(nonce, bytes(plaintext), bytes(context))
+
+
+def open_sealed(key: bytes, nonce: bytes, ciphertext: bytes, context: bytes, *, sender: str | None = None) -> bytes:
+    """Decrypt what :func:`seal` produced; a wrong key, context or a tampered box raises :class:`MessageError`."""
+    from cryptography.exceptions import InvalidTag
+
+    try:
+        return _aead(key).decrypt(bytes(nonce), bytes(ciphertext), bytes(context))
+    except (InvalidTag, ValueError) as exc:
+        raise MessageError(sender, "sealed data do not authenticate (wrong key or context, or tampered).") from exc
+
+
+def _hex(value: bytes) -> str:
+    return bytes(value).hex()
+
+
+def _unhex(reader_sender: str, value, what: str) -> bytes:
+    try:
+        return bytes.fromhex(value)
+    except (TypeError, ValueError):
+        raise MessageError(reader_sender, f"{what} is not a hex string.") from None
+
+
+# --------------------------------------------------------------------------- the party's data
+def load_party_codes(source, name: str, columns: tuple, sizes: tuple, n_rows: int) -> np.ndarray:
+    """Read a party's integer codes from its source and check them against the public job.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, callable, pandas.DataFrame or ndarray
+        A ``.npy`` file (2-D integer array, columns in the job's order) or
+        a ``.csv`` file (a header naming at least the party's columns); a
+        function of no arguments returning a DataFrame or an array; or the
+        table itself.  DataFrames are matched by column name.
+    name : str
+        The party (for error messages).
+    columns, sizes : tuple
+        The party's columns and their public domain sizes.
+    n_rows : int
+        The party's public roster size.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, len(columns)), int64
+
+    Raises
+    ------
+    ValueError
+        Naming the party and column, if the data do not fit the job (missing
+        columns, another number of rows, codes that are not integers in
+        ``[0, size)``).  No statistic of the data is quoted.
+    """
+    import pandas as pd
+
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if path.endswith(".npy"):
+            data = np.load(path, allow_pickle=False)
+        elif path.endswith(".csv"):
+            data = pd.read_csv(path)
+        else:
+            raise ValueError(f"Party {name!r}: unsupported data file {path!r}; use .csv or .npy.")
+    elif callable(source):
+        data = source()
+    else:
+        data = source
+    if isinstance(data, pd.DataFrame):
+        missing = [c for c in columns if c not in data.columns]
+        if missing:
+            raise ValueError(f"Party {name!r}: its data have no column(s) {missing}.")
+        data = data[list(columns)].to_numpy()
+    data = np.asarray(data)
+    if data.ndim != 2 or data.shape != (n_rows, len(columns)):
+        raise ValueError(f"Party {name!r}: its data have shape {data.shape}; the job expects "
+                         f"{(n_rows, len(columns))} ({n_rows} roster rows, columns {list(columns)}).")
+    if data.dtype.kind not in "iub":
+        if data.dtype.kind == "f" and np.isfinite(data).all() and (data == np.round(data)).all():
+            data = data.astype(np.int64)
+        else:
+            raise ValueError(f"Party {name!r}: its data must be integer codes of the public domain.")
+    data = data.astype(np.int64, copy=False)
+    for k, (column, size) in enumerate(zip(columns, sizes)):
+        if data.shape[0] and (data[:, k].min() < 0 or data[:, k].max() >= size):
+            raise ValueError(f"Party {name!r}: column {column!r} has codes outside [0, {size}) of the public domain.")
+    return data
+
+
+@dataclass(frozen=True)
+class PartyHost:
+    """Where one party runs and where its records come from.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, callable, DataFrame or ndarray
+        Read by :func:`load_party_codes` *where the party runs*: give a path
+        or a loader function so that the records never pass through the
+        curator's process.
+    worker : str, optional
+        :class:`DaskBackend`: the name (or address) of the worker the party
+        is pinned to.
+    noise : {"private", "curator"}, default="private"
+        ``"private"``: the party draws its noise from its own OS entropy,
+        which the curator never sees.  ``"curator"``: it uses the seed the
+        curator sends, so a fit is reproducible, and the curator, who knows
+        the seed, can remove the noise; for tests and benchmarks only (the
+        curator then warns with a ``PrivacyLeakWarning``).
+    """
+
+    source: Any
+    worker: str | None = None
+    noise: str = "private"
+
+    def __post_init__(self):
+        if self.noise not in NOISE_MODES:
+            raise ValueError(f"noise must be one of {NOISE_MODES}, got {self.noise!r}.")
+
+
+# --------------------------------------------------------------------------- the party's server
+class PartyServer:
+    """One party's side of the protocol: its records, its keys, and the answers to the curator's requests.
+
+    Parameters
+    ----------
+    name : str
+        The party's name in the partition.
+    source : see :class:`PartyHost`
+        Read at the ``setup`` request, against the public job it carries.
+    noise : {"private", "curator"}, default="private"
+        See :class:`PartyHost`.
+
+    Notes
+    -----
+    :meth:`handle` is the only entry point: bytes in (a request packet from
+    the curator), bytes out (a DP message or a protocol packet).  Every
+    request is validated (format, sender, operation, fields); anything else
+    raises :class:`~skdpsynth.federated.wire.MessageError`.
+    """
+
+    def __init__(self, name: str, source, *, noise: str = "private"):
+        if noise not in NOISE_MODES:
+            raise ValueError(f"noise must be one of {NOISE_MODES}, got {noise!r}.")
+        self.name = name
+        self.noise = noise
+        self._source = source
+        self.party = None
+        self._seed = None
+        self._number = None
+        self._curator_key = None
+        self._sealed_peer: dict = {}
+
+    @classmethod
+    def from_party(cls, party, *, noise: str = "curator") -> "PartyServer":
+        """A server around an in-process :class:`~skdpsynth.federated.Party` (the local backend)."""
+        server = cls(party.name, None, noise=noise)
+        server.party = party
+        return server
+
+    def __repr__(self) -> str:
+        held = "not set up" if self.party is None else f"{self.party.n_rows} rows of {list(self.party.columns)}"
+        return f"PartyServer({self.name!r}, {held})"
+
+    def holds(self) -> dict:
+        """What this server holds of the private data: its columns and roster size (for audits)."""
+        if self.party is None:
+            return {"party": self.name, "columns": None, "n_rows": None}
+        return {"party": self.name, "columns": tuple(self.party.columns), "n_rows": self.party.n_rows,
+                "shape": tuple(self.party._codes.shape)}
+
+    # -- entry point -------------------------------------------------------------------------------
+    def handle(self, request: bytes) -> bytes:
+        """Answer one request packet from the curator (bytes in, bytes out)."""
+        packet = unpack(request, kinds=("Request",), sender=CURATOR)
+        op = packet.fields.get("op")
+        handler = {"setup": self._setup, "measure": self._measure, "product_open": self._product_open,
+                   "product_share": self._product_share}.get(op)
+        if handler is None:
+            raise MessageError(CURATOR, f"unknown request operation {op!r} for party {self.name!r}.")
+        if op != "setup" and self._number is None:
+            raise MessageError(CURATOR, f"party {self.name!r} got {op!r} before its setup.")
+        try:
+            return handler(packet.fields, packet.arrays)
+        except (KeyError, TypeError) as exc:
+            raise MessageError(CURATOR, f"request {op!r} to party {self.name!r} is malformed ({exc!r}).") from None
+
+    def _rng(self, call: int) -> np.random.Generator:
+        if self.noise == "curator":
+            return np.random.default_rng(np.random.SeedSequence([self._seed, int(call), self._number]))
+        return SystemRandomGenerator()
+
+    # -- operations --------------------------------------------------------------------------------
+    def _setup(self, fields: dict, arrays: dict) -> bytes:
+        from .parties import Party
+        from .partition import PartySpec
+
+        spec = fields["spec"]
+        if spec["name"] != self.name:
+            raise MessageError(CURATOR, f"setup for party {spec['name']!r} reached party {self.name!r}.")
+        domain = Domain(list(fields["domain"]["attrs"]), [int(s) for s in fields["domain"]["sizes"]])
+        columns, n_rows = tuple(spec["columns"]), int(spec["n_rows"])
+        if not set(columns) <= set(domain.attrs):
+            raise MessageError(CURATOR, f"setup for party {self.name!r} names columns outside the domain.")
+        sizes = tuple(domain[c] for c in columns)
+        if self.party is None:
+            codes = load_party_codes(self._source, self.name, columns, sizes, n_rows)
+            rows = np.arange(n_rows)  # positions in the slice's roster: public, only their number matters here
+            self.party = Party(PartySpec(int(spec["slice"]), int(spec["index"]), self.name, rows, columns),
+                               codes, domain)
+        elif tuple(self.party.columns) != columns or self.party.n_rows != n_rows:
+            raise MessageError(CURATOR, f"setup for party {self.name!r} describes another slice or columns.")
+        self.party._domain = domain
+        self._number = int(fields["number"])
+        self._seed = fields.get("seed")
+        if self.noise == "curator" and not isinstance(self._seed, int):
+            raise MessageError(CURATOR, f"party {self.name!r} uses the curator's noise seed, but none was sent.")
+        self._curator_key = _unhex(CURATOR, fields["curator_key"], "curator_key")
+        public_key = self.party.setup_secure(_unhex(CURATOR, fields["session"], "session"))
+        return pack("PublicKey", sender=self.name, fields={"key": _hex(public_key), "noise": self.noise})
+
+    def _measure(self, fields: dict, arrays: dict) -> bytes:
+        kind, attrs = fields["kind"], tuple(fields["attrs"])
+        variance, rho, rng = float(fields["variance"]), float(fields["rho"]), self._rng(fields["call"])
+        if kind == "count":
+            r = tuple(fields["r"])
+            values = self.party.local_noisy_count(attrs, fields["strides"], int(fields["n_cells"]), variance, rng)
+            message = SliceCount(self.party.slice, r, values, variance, {self.name: rho})
+        elif kind == "local_marginal":
+            message = self.party.noisy_local_marginal(attrs, variance, rho, rng)
+        elif kind == "indicators":
+            message = self.party.noisy_indicators(attrs, variance, rho, rng)
+        else:
+            raise MessageError(CURATOR, f"unknown measurement kind {kind!r}.")
+        return to_bytes(message, sender=self.name)
+
+    def _product_open(self, fields: dict, arrays: dict) -> bytes:
+        from .secure_product import TripleSeed
+
+        call, peer = int(fields["call"]), fields["peer"]
+        dealer_key = self.party._secure.pairwise_key(CURATOR, self._curator_key, purpose=DEALER_PURPOSE)
+        seed = open_sealed(dealer_key, _unhex(CURATOR, fields["nonce"], "nonce"), arrays["sealed_seed"].tobytes(),
+                           f"dealer|{call}|{self.name}".encode(), sender=CURATOR)
+        t = fields["triple"]
+        triple = TripleSeed(role=int(t["role"]), seed=seed, n=int(t["n"]), d1=int(t["d1"]), d2=int(t["d2"]),
+                            scale_bits=int(t["scale_bits"]))
+        masked = self.party.product_masked_input(triple, tuple(fields["attrs"]))
+        relay_key = self.party._secure.pairwise_key(peer, _unhex(CURATOR, fields["peer_key"], "peer_key"),
+                                                    purpose=RELAY_PURPOSE)
+        nonce, box = seal(relay_key, masked.tobytes(), f"relay|{call}|{self.name}->{peer}".encode())
+        return pack("Sealed", sender=self.name,
+                    fields={"recipient": peer, "nonce": _hex(nonce), "shape": list(masked.shape)},
+                    arrays={"ciphertext": np.frombuffer(box, dtype=np.uint8)})
+
+    def _product_share(self, fields: dict, arrays: dict) -> bytes:
+        call, peer = int(fields["call"]), fields["peer"]
+        keys = {name: _unhex(CURATOR, key, "public key") for name, key in fields["public_keys"].items()}
+        relay_key = self.party._secure.pairwise_key(peer, keys[peer], purpose=RELAY_PURPOSE)
+        plain = open_sealed(relay_key, _unhex(CURATOR, fields["nonce"], "nonce"), arrays["ciphertext"].tobytes(),
+                            f"relay|{call}|{peer}->{self.name}".encode(), sender=peer)
+        shape = tuple(int(s) for s in fields["shape"])
+        other = np.frombuffer(plain, dtype=np.uint64)
+        if other.size != int(np.prod(shape)):
+            raise MessageError(peer, f"its sealed product input has {other.size} words, not {shape}.")
+        masked = self.party.product_share(
+            other.reshape(shape), tuple(fields["r"]), tuple(fields["first"]), tuple(fields["second"]),
+            float(fields["variance"]), self._rng(call), keys, int(fields["round_id"]), list(fields["participants"]))
+        return pack("MaskedInput", sender=self.name,
+                    fields={"round_id": masked.round_id, "participants": list(masked.participants),
+                            "transcript": _hex(masked.transcript), "scale_bits": masked.scale_bits},
+                    arrays={"values": np.asarray(masked.values)})
+
+
+# --------------------------------------------------------------------------- backends
+class _Backend:
+    """Carries request bytes to named parties and their reply bytes back; counts the bytes."""
+
+    kind = "?"
+
+    def __init__(self, hosts: Mapping[str, PartyHost]):
+        self.hosts = {name: host if isinstance(host, PartyHost) else PartyHost(host) for name, host in hosts.items()}
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self.n_requests = 0
+        self._started = False
+
+    @property
+    def names(self) -> tuple:
+        return tuple(self.hosts)
+
+    def noise_modes(self) -> dict:
+        return {name: host.noise for name, host in self.hosts.items()}
+
+    def start(self) -> "_Backend":
+        if not self._started:
+            self._start()
+            self._started = True
+        return self
+
+    def close(self) -> None:
+        if self._started:
+            self._close()
+            self._started = False
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def call(self, requests: Mapping[str, bytes]) -> dict:
+        """Send every party its request (concurrently where the backend can) and return ``{party: reply}``."""
+        unknown = set(requests) - set(self.hosts)
+        if unknown:
+            raise KeyError(f"No host for parties {sorted(unknown)}.")
+        self.start()
+        self.n_requests += len(requests)
+        self.bytes_sent += sum(len(r) for r in requests.values())
+        replies = self._call(dict(requests))
+        for name in requests:
+            if name not in replies:
+                raise MessageError(name, "no reply (the party dropped out); the round is aborted.")
+        for name, reply in replies.items():
+            if not isinstance(reply, (bytes, bytearray)):
+                raise MessageError(name, f"the reply is a {type(reply).__name__}, not bytes.")
+        self.bytes_received += sum(len(r) for r in replies.values())
+        return replies
+
+    def _start(self):
+        pass
+
+    def _close(self):
+        pass
+
+
+class LocalBackend(_Backend):
+    """The parties' servers in this process (the default; same bytes as the distributed backends).
+
+    Parameters
+    ----------
+    hosts : mapping of party name to PartyHost (or source)
+    servers : mapping of party name to PartyServer, optional
+        Ready servers (e.g. around in-process parties); then ``hosts`` may be empty.
+    """
+
+    kind = "local"
+
+    def __init__(self, hosts: Mapping[str, Any] | None = None, *, servers: Mapping[str, PartyServer] | None = None):
+        super().__init__(hosts or {})
+        self.servers = dict(servers or {})
+        for name, server in self.servers.items():
+            self.hosts.setdefault(name, PartyHost(None, noise=server.noise))
+
+    def _start(self):
+        for name, host in self.hosts.items():
+            if name not in self.servers:
+                self.servers[name] = PartyServer(name, host.source, noise=host.noise)
+
+    def _call(self, requests):
+        return {name: self.servers[name].handle(request) for name, request in requests.items()}
+
+
+# One process per party: its server lives in that process's module state.
+_PROCESS_SERVER: list = []
+
+
+def _process_init(name: str, source, noise: str) -> None:
+    _PROCESS_SERVER[:] = [PartyServer(name, source, noise=noise)]
+
+
+def _process_handle(name: str, request: bytes) -> bytes:
+    server = _PROCESS_SERVER[0]
+    if server.name != name:
+        raise RuntimeError(f"Request for party {name!r} reached the process of party {server.name!r}.")
+    return server.handle(request)
+
+
+def _process_holds() -> dict:
+    return _PROCESS_SERVER[0].holds()
+
+
+class ProcessBackend(_Backend):
+    """Every party in a process of its own on this machine (``spawn`` start method).
+
+    Parameters
+    ----------
+    hosts : mapping of party name to PartyHost (or source)
+        Sources must be picklable (a path, or a module-level loader); they are
+        read in the party's process.
+    """
+
+    kind = "processes"
+
+    def _start(self):
+        context = multiprocessing.get_context("spawn")
+        self._executors = {
+            name: ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_process_init,
+                                      initargs=(name, host.source, host.noise))
+            for name, host in self.hosts.items()}
+
+    def _call(self, requests):
+        futures = {name: self._executors[name].submit(_process_handle, name, request)
+                   for name, request in requests.items()}
+        try:
+            return {name: future.result() for name, future in futures.items()}
+        except BrokenProcessPool as exc:
+            raise RuntimeError(
+                "A party's process died. With backend='processes' the parties' processes are started with the "
+                "'spawn' method, which re-imports the main script: guard its top level with "
+                "`if __name__ == \"__main__\":`.") from exc
+
+    def holds(self) -> dict:
+        """``{party: what its process holds}`` (see :meth:`PartyServer.holds`)."""
+        self.start()
+        return {name: ex.submit(_process_holds).result() for name, ex in self._executors.items()}
+
+    def _close(self):
+        for executor in self._executors.values():
+            executor.shutdown(wait=True, cancel_futures=True)
+        self._executors = {}
+
+
+# Servers hosted on dask workers, keyed by (worker address, backend token, party).
+_DASK_SERVERS: dict = {}
+_DASK_LOCK = threading.Lock()
+
+
+def _dask_key(name: str, token: str):
+    from distributed import get_worker
+
+    return (get_worker().address, token, name)
+
+
+def _dask_host(name: str, token: str, source, noise: str) -> bytes:
+    key = _dask_key(name, token)
+    with _DASK_LOCK:
+        _DASK_SERVERS[key] = PartyServer(name, source, noise=noise)
+    return pack("Hosted", sender=name)
+
+
+def _dask_handle(name: str, token: str, request: bytes) -> bytes:
+    key = _dask_key(name, token)
+    server = _DASK_SERVERS.get(key)
+    if server is None:
+        raise RuntimeError(f"Party {name!r} is not hosted on worker {key[0]} (was it restarted or moved?).")
+    return server.handle(request)
+
+
+def _dask_holds(token: str, dask_worker=None) -> list:
+    """On one worker: what every server of this backend holds there."""
+    return [server.holds() for (address, tok, _), server in list(_DASK_SERVERS.items())
+            if tok == token and address == dask_worker.address]
+
+
+def _dask_release(token: str, dask_worker=None) -> int:
+    with _DASK_LOCK:
+        keys = [k for k in _DASK_SERVERS if k[1] == token and k[0] == dask_worker.address]
+        for k in keys:
+            del _DASK_SERVERS[k]
+    return len(keys)
+
+
+class DaskBackend(_Backend):
+    """Every party on its own ``dask.distributed`` worker; the curator is the client.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    hosts : mapping of party name to PartyHost
+        Each with ``worker`` naming a distinct worker of the client's
+        cluster; the source is read on that worker.
+
+    Notes
+    -----
+    Every task is pinned (``workers=[...]``, ``allow_other_workers=False``);
+    a party's server lives in its worker's process and is released at
+    :meth:`close`.  Tasks return bytes only, which is all the client gathers.
+    """
+
+    kind = "dask"
+
+    def __init__(self, client, hosts: Mapping[str, PartyHost]):
+        super().__init__(hosts)
+        self.client = client
+        self.token = uuid.uuid4().hex
+        missing = [name for name, host in self.hosts.items() if not host.worker]
+        if missing:
+            raise ValueError(f"DaskBackend: parties {missing} name no worker (PartyHost(worker=...)).")
+        workers = [host.worker for host in self.hosts.values()]
+        shared = sorted({w for w in workers if workers.count(w) > 1})
+        if shared:
+            raise ValueError(f"DaskBackend: workers {shared} would host several parties; give each party its own.")
+
+    def _address(self, worker: str) -> str:
+        info = self.client.scheduler_info()["workers"]
+        for address, meta in info.items():
+            if worker in (address, meta.get("name"), str(meta.get("name"))):
+                return address
+        names = sorted(str(meta.get("name")) for meta in info.values())
+        raise ValueError(f"DaskBackend: no worker {worker!r} in the cluster (workers: {names}).")
+
+    def _start(self):
+        self._addresses = {name: self._address(host.worker) for name, host in self.hosts.items()}
+        futures = [self.client.submit(_dask_host, name, self.token, host.source, host.noise,
+                                      workers=[self._addresses[name]], allow_other_workers=False, pure=False,
+                                      key=f"skdpsynth-host-{name}-{self.token}")
+                   for name, host in self.hosts.items()]
+        for name, reply in zip(self.hosts, self.client.gather(futures)):
+            unpack(reply, kinds=("Hosted",), sender=name)
+
+    def _call(self, requests):
+        names = list(requests)
+        futures = [self.client.submit(_dask_handle, name, self.token, requests[name],
+                                      workers=[self._addresses[name]], allow_other_workers=False, pure=False,
+                                      key=f"skdpsynth-{name}-{uuid.uuid4().hex}")
+                   for name in names]
+        return dict(zip(names, self.client.gather(futures)))
+
+    def holds(self) -> dict:
+        """``{worker address: [what each hosted server holds]}`` (an audit of where the data are)."""
+        self.start()
+        return self.client.run(_dask_holds, self.token, workers=sorted(set(self._addresses.values())))
+
+    def _close(self):
+        with contextlib.suppress(Exception):
+            self.client.run(_dask_release, self.token, workers=sorted(set(self._addresses.values())))
+
+
+BACKENDS = ("local", "processes", "dask")
+
+
+# --------------------------------------------------------------------------- what fit() takes
+class FederatedData:
+    """Hybrid-partitioned data that stay with their parties: ``HybridSynthesizer().fit(FederatedData(...))``.
+
+    Parameters
+    ----------
+    domain : Domain or dict
+        The public schema: every column and its number of codes (parties
+        hold integer codes of it).
+    partition : HybridPartition
+        The public roster: which slice and columns each party holds.
+    hosts : mapping of party name to PartyHost (or a bare source)
+        One per party of the partition.
+    backend : {"local", "processes"} or distributed.Client, default="local"
+        Where the parties run: in this process, in one local process each,
+        or on the workers of a dask cluster (each :class:`PartyHost` naming
+        its worker).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated import HybridPartition
+    >>> from skdpsynth.federated.runtime import FederatedData, PartyHost
+    >>> from skdpsynth.synthesizers import HybridSynthesizer
+    >>> rng = np.random.default_rng(0)
+    >>> dom = Domain(["a", "b", "c"], [2, 3, 2])
+    >>> part = HybridPartition.grid(400, ["a", "b", "c"], n_slices=2, column_groups=[["a", "b"], ["c"]],
+    ...                             random_state=0)
+    >>> codes = np.column_stack([rng.integers(0, 2, 400), rng.integers(0, 3, 400), rng.integers(0, 2, 400)])
+    >>> hosts = {p.name: PartyHost(codes[np.ix_(p.rows, [dom.index(c) for c in p.columns])])
+    ...          for p in part.parties()}   # in practice: a path each party reads itself
+    >>> data = FederatedData(dom, part, hosts)
+    >>> syn = HybridSynthesizer(epsilon=1.0, secure_computation="cryptographic").fit(data)
+    >>> syn.sample(5).shape
+    (5, 3)
+    """
+
+    __skdpsynth_remote__ = True
+
+    def __init__(self, domain, partition, hosts: Mapping[str, Any], *, backend="local"):
+        from .partition import HybridPartition
+
+        self.domain = domain if isinstance(domain, Domain) else Domain.from_dict(dict(domain))
+        self.partition = HybridPartition.coerce(partition)
+        self.partition.validate(list(self.domain.attrs), self.partition.n_rows)
+        self.hosts = {name: host if isinstance(host, PartyHost) else PartyHost(host) for name, host in hosts.items()}
+        names = [p.name for p in self.partition.parties()]
+        if set(names) != set(self.hosts):
+            raise ValueError(f"hosts must name the partition's parties exactly: missing {sorted(set(names) - set(self.hosts))}, "
+                             f"unknown {sorted(set(self.hosts) - set(names))}.")
+        if isinstance(backend, str) and backend not in ("local", "processes"):
+            raise ValueError(f"backend must be 'local', 'processes' or a distributed.Client, got {backend!r}.")
+        self.backend = backend
+
+    def __repr__(self) -> str:
+        where = self.backend if isinstance(self.backend, str) else "dask"
+        return (f"FederatedData({len(self.domain)} columns, {self.partition.n_slices} x "
+                f"{self.partition.n_vertical} parties, backend={where!r})")
+
+    def make_backend(self) -> _Backend:
+        """A new, not yet started backend for the hosts."""
+        if self.backend == "local":
+            return LocalBackend(self.hosts)
+        if self.backend == "processes":
+            return ProcessBackend(self.hosts)
+        return DaskBackend(self.backend, self.hosts)
+
+    def federation(self, *, seed: int, secure_computation: str = "cryptographic", dealer_secret: bytes | None = None,
+                   backend: _Backend | None = None):
+        """A connected :class:`~skdpsynth.federated.Federation` over a started backend (close it after use)."""
+        from .parties import Federation
+
+        return Federation.connect(backend or self.make_backend(), self.partition, self.domain, seed=seed,
+                                  secure_computation=secure_computation, dealer_secret=dealer_secret)
+
+
+def warn_curator_noise(modes: Mapping[str, str], ledger=None) -> None:
+    """The ``PrivacyLeakWarning`` of parties that let the curator seed their noise."""
+    seeded = sorted(name for name, mode in modes.items() if mode == "curator")
+    if seeded:
+        warn_privacy_leak(
+            f"Parties {seeded} draw their noise from the curator's seed (PartyHost(noise='curator')): the curator "
+            "can regenerate and remove it, so the fit is not differentially private towards the curator. Use "
+            "noise='private' (the default) outside tests and benchmarks.",
+            stacklevel=4, ledger=ledger, description=f"noise of parties {seeded} seeded by the curator")
+
