@@ -420,6 +420,133 @@ def _demo(args) -> int:
         return _run(adult.frame, adult.schema, args, "skdpsynth demo: UCI Adult")
 
 
+# --------------------------------------------------------------------------- federated roles (file-based protocol)
+WAITING = 3
+"""Exit status of ``skdpsynth curator --no-wait`` while parties have requests to answer."""
+
+
+def _federated_parsers(sub, checked) -> None:
+    party = sub.add_parser(
+        "party", help="a data holder: answer the curator's requests for a federated job (file-based protocol)",
+        description="Answer, with this party's data, every request of the curator waiting in the exchange folder "
+                    "(the setup included), writing one reply file each. The data never leave this command; only "
+                    "DP messages and protocol packets do. See doc/federated.md.")
+    party.add_argument("--job", required=True, help="the public job description (JSON)")
+    party.add_argument("--name", required=True, help="this party's name in the job")
+    party.add_argument("--data", required=True,
+                       help="this party's records: CSV with a header (its columns as integer codes) or .npy")
+    party.add_argument("--exchange", required=True, help="the folder shared with the curator")
+    party.add_argument("--state", required=True, help="this party's private folder (its key, its spent budget)")
+    party.add_argument("--watch", type=checked(float, lambda v: v > 0, "a number > 0"), default=None,
+                       metavar="SECONDS", help="keep answering until the curator is done, or SECONDS pass idle")
+    party.add_argument("--noise", choices=["private", "curator"], default="private",
+                       help="'curator': use the curator's seed for this party's noise (tests only: the curator can "
+                            "then remove it)")
+    party.add_argument("-q", "--quiet", action="store_true")
+    party.add_argument("--debug", action="store_true")
+    curator = sub.add_parser(
+        "curator", help="the curator: fit a federated job from the parties' reply files and sample",
+        description="Run the job's fit (HybridSynthesizer, RandDPGen) against the parties through the exchange "
+                    "folder: write the requests of each round, read the replies. Replays from the replies already "
+                    "there, so it can be stopped and started again. Exit status 3: waiting for parties.")
+    curator.add_argument("--job", required=True, help="the public job description (JSON)")
+    curator.add_argument("--exchange", required=True, help="the folder shared with the parties")
+    curator.add_argument("--state", required=True, help="the curator's private folder (its seed and keys)")
+    wait = curator.add_mutually_exclusive_group()
+    wait.add_argument("--wait", type=checked(float, lambda v: v > 0, "a number > 0"), default=3600.0,
+                      metavar="SECONDS", help="how long to wait for replies (default 3600)")
+    wait.add_argument("--no-wait", action="store_true",
+                      help="stop with exit status 3 as soon as a reply is missing (run again later)")
+    curator.add_argument("-o", "--output", default="synthetic.csv", help="synthetic records (integer codes)")
+    curator.add_argument("--rows", type=checked(int, lambda v: v >= 0, "an integer >= 0"), default=None,
+                         help="number of synthetic records (default: the DP estimate of the record count)")
+    curator.add_argument("--seed", type=int, default=None,
+                         help="seed the curator's own choices (reproducible runs only; kept in --state)")
+    curator.add_argument("-q", "--quiet", action="store_true")
+    curator.add_argument("--debug", action="store_true")
+
+
+def _read_federated_job(path):
+    from .federated.files import read_job
+
+    try:
+        return read_job(path)
+    except ValueError as exc:
+        raise _UserError(str(exc)) from exc
+
+
+def _party(args) -> int:
+    import time
+
+    from .federated.files import answer_requests, is_done
+    from .federated.wire import MessageError
+
+    job = _read_federated_job(args.job)
+    if not os.path.exists(args.data):
+        raise _UserError(f"--data {args.data!r} does not exist.")
+    idle_since = time.monotonic()
+    total = 0
+    while True:
+        try:
+            n = answer_requests(job, args.name, args.data, args.exchange, args.state, noise=args.noise)
+        except (ValueError, MessageError, OSError) as exc:
+            raise _UserError(_one_line(exc)) from exc
+        total += n
+        if n:
+            idle_since = time.monotonic()
+        if args.watch is None or is_done(args.exchange) or time.monotonic() - idle_since > args.watch:
+            break
+        time.sleep(0.2)
+    if not args.quiet:
+        print(f"{args.name}: answered {total} request(s)" + (" (the curator is done)" if is_done(args.exchange)
+                                                              else ""))
+    return 0
+
+
+def _curator(args) -> int:
+    import warnings
+
+    from .federated.files import CuratorState, FileFederatedData, WaitingForParties
+    from .federated.wire import MessageError
+    from .privacy import ReproducibleNoiseWarning
+    from .synthesizers import HybridSynthesizer
+
+    job = _read_federated_job(args.job)
+    state = CuratorState(args.state, seed=args.seed)
+    data = FileFederatedData(job, args.exchange, state, timeout=None if args.no_wait else args.wait)
+    try:
+        model = HybridSynthesizer(epsilon=job["epsilon"], delta=job["delta"], secure_computation="cryptographic",
+                                  random_state=state.seed, **job["parameters"])
+    except TypeError as exc:
+        raise _UserError(f"job parameters: {exc}") from exc
+    try:
+        with warnings.catch_warnings():
+            # The seed of the curator's own choices is its private state (--state), not a published seed.
+            warnings.simplefilter("ignore", ReproducibleNoiseWarning)
+            model.fit(data)
+    except WaitingForParties as waiting:
+        if not args.quiet:
+            print(f"skdpsynth curator: {waiting}; run them (skdpsynth party ...), then this command again.",
+                  file=sys.stderr)
+        return WAITING
+    except (MessageError, ValueError) as exc:
+        raise _UserError(_one_line(exc)) from exc
+    data.last_backend.finish()
+    n_rows = args.rows if args.rows is not None else max(int(round(model.n_records_)), 0)
+    synthetic = model.sample(n_rows)
+    try:
+        synthetic.to_csv(args.output, index=False)
+    except OSError as exc:
+        raise _write_error(exc, "-o/--output", args.output) from exc
+    if not args.quiet:
+        stats = model.runtime_
+        print(f"fitted over {stats['n_parties']} parties: {stats['requests']} requests, "
+              f"{stats['bytes_sent'] / 1e6:.2f} MB sent, {stats['bytes_received'] / 1e6:.2f} MB received")
+        print(f"privacy: {model.privacy_ledger_.guarantee()}")
+        print(f"wrote {n_rows} synthetic records to {args.output}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="skdpsynth", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -484,7 +611,17 @@ def main(argv=None) -> int:
     demo.add_argument("--out", default="skdpsynth-demo")
     demo.add_argument("--no-target", action="store_true", help="no TSTR hold-out (fit on every record)")
     common(demo)
+    _federated_parsers(sub, checked)
     args = ap.parse_args(argv)
+    if args.command in ("party", "curator"):
+        debug = args.debug or os.environ.get("SKDPSYNTH_DEBUG", "").strip() not in ("", "0")
+        try:
+            return _party(args) if args.command == "party" else _curator(args)
+        except _UserError as exc:
+            if debug and exc.__cause__ is not None:
+                raise exc.__cause__ from None
+            print(f"{ap.prog}: error: {exc}", file=sys.stderr)
+            return 2
     # Options of one method given with another would be silently ignored: refuse them instead.
     if args.parties is not None and args.method not in ("hybrid", "vertical"):
         ap.error(f"--parties applies to --method hybrid or vertical only, not {args.method!r}")

@@ -18,7 +18,7 @@ from skdpsynth.datasets import load_adult
 from skdpsynth.federated import HybridPartition
 from skdpsynth.federated import runtime
 from skdpsynth.federated.runtime import (DaskBackend, FederatedData, LocalBackend, PartyHost, PartyServer,
-                                         ProcessBackend, load_party_codes)
+                                         load_party_codes)
 from skdpsynth.federated.wire import MessageError, from_bytes, pack, unpack
 from skdpsynth.privacy import PrivacyLeakWarning, ReproducibleNoiseWarning
 
@@ -280,3 +280,90 @@ def test_party_server_refuses_malformed_requests():
         server.handle(pack("Request", sender="party1", fields={"op": "setup"}))
     with pytest.raises(MessageError, match="malformed"):
         server.handle(pack("Request", sender="curator", fields={"op": "setup"}))
+
+
+# --------------------------------------------------------------------------- the CLI roles over files
+def test_cli_party_and_curator_roles_over_files_match_the_in_process_fit(adult_job, tmp_path, capsys):
+    from skdpsynth.cli import WAITING, main
+    from skdpsynth.federated.files import read_job, write_job
+
+    X, domain, partition, paths = adult_job
+    parameters = {k: v for k, v in SETTINGS.items() if k != "secure_computation"}
+    write_job(tmp_path / "job.json", domain=domain, partition=partition, epsilon=1.0, delta=1e-9,
+              parameters=parameters)
+    job = read_job(tmp_path / "job.json")
+    assert job["partition"] == partition and job["domain"] == domain
+    exchange = tmp_path / "exchange"
+    curator = ["curator", "--job", str(tmp_path / "job.json"), "--exchange", str(exchange),
+               "--state", str(tmp_path / "curator"), "--seed", "0", "--no-wait", "-q",
+               "-o", str(tmp_path / "synthetic.csv"), "--rows", "100"]
+    rounds = 0
+    with pytest.warns(PrivacyLeakWarning, match="curator's seed"):   # parties with --noise curator
+        while (status := main(curator)) == WAITING:                 # the curator stops at every missing reply
+            rounds += 1
+            assert rounds < 200
+            for name, path in paths.items():
+                assert main(["party", "--job", str(tmp_path / "job.json"), "--name", name, "--data", path,
+                             "--exchange", str(exchange), "--state", str(tmp_path / name), "--noise", "curator",
+                             "-q"]) == 0
+    assert status == 0 and rounds > len(domain)
+    synthetic = pd.read_csv(tmp_path / "synthetic.csv")
+    assert list(synthetic.columns) == list(domain.attrs) and len(synthetic) == 100
+    # The curator, replayed once more from the files, is the in-process fit for the same seed.
+    from skdpsynth.federated.files import CuratorState, FileFederatedData
+
+    data = FileFederatedData(read_job(tmp_path / "job.json"), exchange, CuratorState(tmp_path / "curator"))
+    model, _ = _fit_remote(data, random_state=0)
+    _assert_same_fit(_fit_in_process(X, domain, partition), model)
+    # Only bytes crossed: every file in the exchange is a request packet or a party's message/packet.
+    for path in exchange.iterdir():
+        if path.name == "done":
+            continue
+        data = path.read_bytes()
+        if path.name.endswith(".request"):
+            assert unpack(data, kinds=("Request",), sender="curator").fields["op"]
+        else:
+            name = path.name.split(".", 1)[1].rsplit(".", 1)[0]
+            try:
+                assert unpack(data, kinds=PACKET_KINDS, sender=name)
+            except MessageError:
+                assert from_bytes(data, expected={"sender": name}, domain=domain)
+
+
+def test_cli_party_refuses_a_setup_that_differs_from_the_job_and_spending_beyond_it(adult_job, tmp_path, capsys):
+    from skdpsynth.cli import WAITING, main
+    from skdpsynth.federated.files import write_job
+
+    X, domain, partition, paths = adult_job
+    write_job(tmp_path / "job.json", domain=domain, partition=partition, epsilon=1.0, delta=1e-9,
+              parameters={"max_rounds": 9})
+    # The parties agreed to a smaller budget than the curator's job asks for.
+    write_job(tmp_path / "small.json", domain=domain, partition=partition, epsilon=0.05, delta=1e-9,
+              parameters={"max_rounds": 9})
+    exchange = tmp_path / "exchange"
+    curator = ["curator", "--job", str(tmp_path / "job.json"), "--exchange", str(exchange),
+               "--state", str(tmp_path / "curator"), "--no-wait", "-q"]
+    name = partition.parties()[0].name
+    party = ["party", "--job", str(tmp_path / "small.json"), "--name", name, "--data", paths[name],
+             "--exchange", str(exchange), "--state", str(tmp_path / name), "-q"]
+    statuses = []
+    for _ in range(30):
+        assert main(curator) == WAITING
+        statuses.append(main(party))
+        if statuses[-1] != 0:
+            break
+        for other, path in paths.items():
+            if other != name:
+                main(["party", "--job", str(tmp_path / "job.json"), "--name", other, "--data", path,
+                      "--exchange", str(exchange), "--state", str(tmp_path / other), "-q"])
+    assert statuses[-1] == 2
+    assert f"party {name!r} refuses" in capsys.readouterr().err
+    # A job whose domain differs from the curator's setup is refused at once.
+    other_domain = {a: domain[a] + (a == "sex") for a in domain.attrs}
+    write_job(tmp_path / "other.json", domain=other_domain, partition=partition, epsilon=1.0, delta=1e-9)
+    fresh = tmp_path / "exchange2"
+    main(["curator", "--job", str(tmp_path / "job.json"), "--exchange", str(fresh), "--state",
+          str(tmp_path / "curator2"), "--no-wait", "-q"])
+    assert main(["party", "--job", str(tmp_path / "other.json"), "--name", name, "--data", paths[name],
+                 "--exchange", str(fresh), "--state", str(tmp_path / "p2"), "-q"]) == 2
+    assert "domain differs from the job description" in capsys.readouterr().err

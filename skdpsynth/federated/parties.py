@@ -144,7 +144,7 @@ class Party:
         return self._flat(attrs, strides), rng.normal(0.0, np.sqrt(variance), n_cells)
 
     # -- protocol A with real cryptography (Federation(secure_computation="cryptographic")) ----------------
-    def setup_secure(self, session: bytes) -> bytes:
+    def setup_secure(self, session: bytes, private_key: bytes | None = None) -> bytes:
         """Create this party's X25519 key pair for ``session``; returns the public key (for the curator).
 
         The private key stays inside the party's
@@ -153,7 +153,7 @@ class Party:
         process-based joblib backend).
         """
         secure_aggregation, _ = _crypto_modules()
-        self._secure = secure_aggregation.SecureAggregationParty(self.name, session)
+        self._secure = secure_aggregation.SecureAggregationParty(self.name, session, private_key=private_key)
         return self._secure.public_key
 
     @property
@@ -173,7 +173,7 @@ class Party:
         counts = np.bincount(self._flat(attrs, strides), minlength=n_cells).astype(float)
         return counts + rng.normal(0.0, np.sqrt(variance), n_cells)
 
-    def product_masked_input(self, message, attrs: tuple[str, ...]) -> np.ndarray:
+    def product_masked_input(self, message, attrs: tuple[str, ...], *, ledger=None) -> np.ndarray:
         """Secure product, step 2: take the dealer's seed, return ``V − A`` (or ``V − B``) for the other party.
 
         ``attrs`` are this party's attributes of ``r``; its one-hot code of a
@@ -184,7 +184,7 @@ class Party:
         """
         _, secure_product = _crypto_modules()
         codes = self._flat(attrs, self._local_strides(attrs))
-        self._product = secure_product.ProductParty(message, codes)
+        self._product = secure_product.ProductParty(message, codes, ledger=ledger)
         return self._product.masked_input()
 
     def product_share(self, other_masked: np.ndarray, r: tuple[str, ...], first: tuple[str, ...],
@@ -287,7 +287,8 @@ class Federation:
     """
 
     def __init__(self, parties: list[Party] | None, partition, domain: Domain, *, n_jobs=None, seed: int = 0,
-                 secure_computation: str = "simulated", backend=None, dealer_secret: bytes | None = None):
+                 secure_computation: str = "simulated", backend=None, dealer_secret: bytes | None = None,
+                 session: bytes | None = None, curator_private_key: bytes | None = None):
         if secure_computation not in SECURE_COMPUTATIONS:
             raise ValueError(f"secure_computation must be one of {SECURE_COMPUTATIONS}, got {secure_computation!r}.")
         if parties is None and backend is None:
@@ -308,6 +309,8 @@ class Federation:
         self._public_keys: dict = {}
         self._round = 0
         self._dealer_secret = dealer_secret
+        self._session = session if session is not None else b"skdpsynth/federation/" + os.urandom(16)
+        self._curator_private_key = curator_private_key
         self.noise_modes: dict = {}
         if secure_computation == "cryptographic" and backend is None:
             from .runtime import LocalBackend, PartyServer
@@ -328,7 +331,8 @@ class Federation:
 
     @classmethod
     def connect(cls, backend, partition, domain: Domain, *, seed: int, secure_computation: str = "cryptographic",
-                dealer_secret: bytes | None = None) -> "Federation":
+                dealer_secret: bytes | None = None, session: bytes | None = None,
+                curator_private_key: bytes | None = None) -> "Federation":
         """A federation whose parties run on ``backend`` (:mod:`~skdpsynth.federated.runtime`).
 
         Starts the backend and runs the setup round (every party reads its
@@ -350,11 +354,14 @@ class Federation:
             Derive the secure products' triple seeds from this curator-private
             secret (so that a curator replaying a fit from files sends the
             same seeds); by default they are fresh OS entropy.
+        session, curator_private_key : bytes, optional
+            The session identifier and the curator's X25519 key, kept by a
+            curator that replays a fit (by default fresh from the OS).
         """
         backend.start()
         try:
             return cls(None, partition, domain, seed=seed, secure_computation=secure_computation, backend=backend,
-                       dealer_secret=dealer_secret)
+                       dealer_secret=dealer_secret, session=session, curator_private_key=curator_private_key)
         except BaseException:
             backend.close()
             raise
@@ -385,8 +392,8 @@ class Federation:
         from .wire import MessageError, unpack
 
         secure_aggregation, _ = _crypto_modules()
-        self._session = b"skdpsynth/federation/" + os.urandom(16)
-        self._curator = secure_aggregation.SecureAggregationParty(CURATOR, self._session)
+        self._curator = secure_aggregation.SecureAggregationParty(CURATOR, self._session,
+                                                                  private_key=self._curator_private_key)
         domain = {"attrs": list(self.domain.attrs), "sizes": [int(s) for s in self.domain.shape]}
         requests = {
             name: self._request(op="setup", session=self._session.hex(), curator_key=self._curator.public_key.hex(),

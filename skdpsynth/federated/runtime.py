@@ -38,6 +38,7 @@ curator submits; those that do not use the file-based CLI roles
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing
 import os
 import threading
@@ -234,6 +235,14 @@ class PartyServer:
         Read at the ``setup`` request, against the public job it carries.
     noise : {"private", "curator"}, default="private"
         See :class:`PartyHost`.
+    private_key : bytes, optional
+        The party's 32-byte X25519 private key (a party that restarts, e.g.
+        between the rounds of the file-based protocol, keeps its key);
+        by default a fresh one from the OS at setup.
+    max_rho : float, optional
+        The party's own guard: refuse any request that would take its total
+        zCDP (``1 / (2 σ²)`` per answer, from the noise it is asked to add)
+        above this budget.
 
     Notes
     -----
@@ -243,17 +252,21 @@ class PartyServer:
     raises :class:`~skdpsynth.federated.wire.MessageError`.
     """
 
-    def __init__(self, name: str, source, *, noise: str = "private"):
+    def __init__(self, name: str, source, *, noise: str = "private", private_key: bytes | None = None,
+                 max_rho: float | None = None):
         if noise not in NOISE_MODES:
             raise ValueError(f"noise must be one of {NOISE_MODES}, got {noise!r}.")
         self.name = name
         self.noise = noise
+        self.max_rho = None if max_rho is None else float(max_rho)
+        self.spent_rho = 0.0
+        self._private_key = private_key
         self._source = source
         self.party = None
         self._seed = None
         self._number = None
         self._curator_key = None
-        self._sealed_peer: dict = {}
+        self.pending_product = None  # the open secure product (its triple seed is secret: private state)
 
     @classmethod
     def from_party(cls, party, *, noise: str = "curator") -> "PartyServer":
@@ -289,6 +302,16 @@ class PartyServer:
         except (KeyError, TypeError) as exc:
             raise MessageError(CURATOR, f"request {op!r} to party {self.name!r} is malformed ({exc!r}).") from None
 
+    def _spend(self, variance: float) -> None:
+        """Charge the party's own budget for an answer with noise variance ``variance`` (refuse beyond it)."""
+        if not (math.isfinite(variance) and variance > 0):
+            raise MessageError(CURATOR, f"request to party {self.name!r} asks for noise variance {variance!r}.")
+        rho = 1.0 / (2.0 * variance)
+        if self.max_rho is not None and self.spent_rho + rho > self.max_rho * (1 + 1e-9):
+            raise MessageError(CURATOR, f"party {self.name!r} refuses: the request would take its spending to "
+                                        f"rho={self.spent_rho + rho:.6g}, above its budget {self.max_rho:.6g}.")
+        self.spent_rho += rho
+
     def _rng(self, call: int) -> np.random.Generator:
         if self.noise == "curator":
             return np.random.default_rng(np.random.SeedSequence([self._seed, int(call), self._number]))
@@ -320,12 +343,14 @@ class PartyServer:
         if self.noise == "curator" and not isinstance(self._seed, int):
             raise MessageError(CURATOR, f"party {self.name!r} uses the curator's noise seed, but none was sent.")
         self._curator_key = _unhex(CURATOR, fields["curator_key"], "curator_key")
-        public_key = self.party.setup_secure(_unhex(CURATOR, fields["session"], "session"))
+        public_key = self.party.setup_secure(_unhex(CURATOR, fields["session"], "session"),
+                                             private_key=self._private_key)
         return pack("PublicKey", sender=self.name, fields={"key": _hex(public_key), "noise": self.noise})
 
     def _measure(self, fields: dict, arrays: dict) -> bytes:
         kind, attrs = fields["kind"], tuple(fields["attrs"])
         variance, rho, rng = float(fields["variance"]), float(fields["rho"]), self._rng(fields["call"])
+        self._spend(variance)
         if kind == "count":
             r = tuple(fields["r"])
             values = self.party.local_noisy_count(attrs, fields["strides"], int(fields["n_cells"]), variance, rng)
@@ -349,6 +374,8 @@ class PartyServer:
         triple = TripleSeed(role=int(t["role"]), seed=seed, n=int(t["n"]), d1=int(t["d1"]), d2=int(t["d2"]),
                             scale_bits=int(t["scale_bits"]))
         masked = self.party.product_masked_input(triple, tuple(fields["attrs"]))
+        # Kept so that a party restarted between the two steps (file-based protocol) can resume the product.
+        self.pending_product = {"call": call, "attrs": list(fields["attrs"]), "triple": {**t, "seed": seed.hex()}}
         relay_key = self.party._secure.pairwise_key(peer, _unhex(CURATOR, fields["peer_key"], "peer_key"),
                                                     purpose=RELAY_PURPOSE)
         nonce, box = seal(relay_key, masked.tobytes(), f"relay|{call}|{self.name}->{peer}".encode())
@@ -356,12 +383,27 @@ class PartyServer:
                     fields={"recipient": peer, "nonce": _hex(nonce), "shape": list(masked.shape)},
                     arrays={"ciphertext": np.frombuffer(box, dtype=np.uint8)})
 
+    def _resume_product(self, call: int) -> None:
+        """Re-create the product of ``call`` from :attr:`pending_product` if this process did not open it."""
+        from .secure_product import TripleSeed
+
+        pending = self.pending_product
+        if self.party._product is not None or pending is None or pending["call"] != call:
+            return
+        t = pending["triple"]
+        triple = TripleSeed(role=int(t["role"]), seed=bytes.fromhex(t["seed"]), n=int(t["n"]), d1=int(t["d1"]),
+                            d2=int(t["d2"]), scale_bits=int(t["scale_bits"]))
+        # The same product resumed, not a reused triple: a ledger of its own (the seed is in the process's).
+        self.party.product_masked_input(triple, tuple(pending["attrs"]), ledger=set())
+
     def _product_share(self, fields: dict, arrays: dict) -> bytes:
         call, peer = int(fields["call"]), fields["peer"]
         keys = {name: _unhex(CURATOR, key, "public key") for name, key in fields["public_keys"].items()}
         relay_key = self.party._secure.pairwise_key(peer, keys[peer], purpose=RELAY_PURPOSE)
         plain = open_sealed(relay_key, _unhex(CURATOR, fields["nonce"], "nonce"), arrays["ciphertext"].tobytes(),
                             f"relay|{call}|{peer}->{self.name}".encode(), sender=peer)
+        self._resume_product(call)
+        self._spend(float(fields["variance"]))
         shape = tuple(int(s) for s in fields["shape"])
         other = np.frombuffer(plain, dtype=np.uint64)
         if other.size != int(np.prod(shape)):
@@ -369,6 +411,7 @@ class PartyServer:
         masked = self.party.product_share(
             other.reshape(shape), tuple(fields["r"]), tuple(fields["first"]), tuple(fields["second"]),
             float(fields["variance"]), self._rng(call), keys, int(fields["round_id"]), list(fields["participants"]))
+        self.pending_product = None
         return pack("MaskedInput", sender=self.name,
                     fields={"round_id": masked.round_id, "participants": list(masked.participants),
                             "transcript": _hex(masked.transcript), "scale_bits": masked.scale_bits},

@@ -397,6 +397,14 @@ class HybridSynthesizer(BaseSynthesizer):
     the paper's literal settings everywhere (Adult, ε = 1: average 2-way TVD
     0.059 vs 0.126; NLTCS: 0.013 vs 0.029) — see ``examples/reproduce_randdpgen.py``.
 
+    **Parties that keep their records.**  ``fit`` also takes a
+    :class:`~skdpsynth.federated.runtime.FederatedData`: the public schema,
+    the roster and, for every party, where it runs (this process, a local
+    process of its own, or a ``dask.distributed`` worker) and where it reads
+    its records.  The records never enter the curator's process; only
+    messages do (``secure_computation="cryptographic"``).  See
+    ``doc/federated.md``.
+
     Attributes
     ----------
     partition_ : HybridPartition or PartitionLayout
@@ -423,6 +431,11 @@ class HybridSynthesizer(BaseSynthesizer):
     privacy_ledger_ : PrivacyLedger
         One entry per DMM call (``details["per_party"]`` splits it among the
         parties of a slice) and per selection.
+    runtime_ : dict or None
+        What crossed between the curator and the parties: ``backend``
+        (``"local"``, ``"processes"``, ``"dask"``), ``n_parties``,
+        ``requests``, ``bytes_sent``, ``bytes_received``; ``None`` for the
+        simulated mode (nothing is serialised).
 
     Examples
     --------
@@ -679,6 +692,11 @@ class HybridSynthesizer(BaseSynthesizer):
                 charge_selection=settings["charge_selection"], init=settings["init"], pgm_loss=self.pgm_loss,
                 max_iters=self.max_iters, final_iters=self.final_iters, tol=self.tol,
                 max_model_size=self.max_model_size, log=self._log if self.verbose else (lambda message: None))
+        backend = federation.backend
+        # What crossed between curator and parties (None: the simulated mode, where nothing is serialised).
+        self.runtime_ = None if backend is None else {
+            "backend": backend.kind, "n_parties": len(backend.names), "requests": backend.n_requests,
+            "bytes_sent": backend.bytes_sent, "bytes_received": backend.bytes_received}
         # Honest accounting (§3.3, §3.14): what was measured costs e times its nominal budget.
         n_init = len(domain) if settings["init"] == "oneway" else 0
         init_sum, loop_sum = math.fsum(result.round_budgets[:n_init]), math.fsum(result.round_budgets[n_init:])

@@ -1,0 +1,359 @@
+"""The file-based protocol: parties and a curator that share no cluster, only a folder of messages.
+
+Organisations that will not run each other's code exchange files: the
+curator writes one request file per party and round into an *exchange*
+folder, every party answers with a reply file, and the curator goes on.  The
+files are the very bytes the other backends carry (request packets, DP
+messages, sealed or masked protocol packets; never pickles), so a fit over
+files equals a fit over processes or dask workers.  ``skdpsynth party`` and
+``skdpsynth curator`` (:mod:`skdpsynth.cli`) are the two roles.
+
+The job description
+-------------------
+One public JSON file that every participant reads (:func:`write_job`,
+:func:`read_job`)::
+
+    {"format": "skdpsynth-federated-job", "version": 1,
+     "method": "hybrid",                       # HybridSynthesizer (RandDPGen)
+     "epsilon": 1.0, "delta": 1e-09,           # the whole fit's guarantee
+     "domain": {"age": 10, "sex": 2, ...},     # every column and its number of codes
+     "parties": [{"name": "party0.0", "rows": [0, 3, ...], "columns": ["age", ...]}, ...],
+     "parameters": {"max_rounds": 9}}          # other HybridSynthesizer hyper-parameters (optional)
+
+``parties`` is the public roster: a party's ``rows`` are positions in the
+joint roster (parties with the same rows form a slice; within a slice they
+hold the same individuals in the same order), ``columns`` what it holds.
+Every party's data file holds its rows, in roster order, as integer codes of
+``domain`` (a CSV with a header naming its columns, or a ``.npy`` array).
+
+The exchange folder
+-------------------
+``round-RRRR.NAME.request`` (curator → party ``NAME``), ``round-RRRR.NAME.reply``
+(party → curator), and ``done`` when the curator has finished.  Files are
+written to a temporary name and renamed, so a reader never sees half a file.
+The curator replays a fit from the replies already present, so it can stop
+(``--no-wait``) and be started again; its private state (the seed of its own
+choices, its key pair, the secret its triple seeds derive from) lives in its
+state folder, a party's (its key pair, its setup, its spent budget) in its
+own.  Keep both private; delete them after the fit.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..domain import Domain
+from .runtime import CURATOR, FederatedData, PartyHost, PartyServer, _Backend
+from .wire import MessageError, unpack
+
+__all__ = ["JOB_FORMAT", "read_job", "write_job", "FileBackend", "WaitingForParties", "FileFederatedData",
+           "CuratorState", "answer_requests"]
+
+JOB_FORMAT = "skdpsynth-federated-job"
+JOB_VERSION = 1
+DONE = "done"
+
+
+class WaitingForParties(RuntimeError):
+    """The curator needs replies that are not in the exchange folder yet."""
+
+    def __init__(self, round_: int, parties):
+        self.round = round_
+        self.parties = sorted(parties)
+        super().__init__(f"waiting for {', '.join(self.parties)} to answer round {round_}")
+
+
+def _atomic_write(path: Path, data: bytes, *, private: bool = False) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    if private:
+        os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def _request_path(exchange: Path, round_: int, name: str) -> Path:
+    return exchange / f"round-{round_:04d}.{name}.request"
+
+
+def _reply_path(exchange: Path, round_: int, name: str) -> Path:
+    return exchange / f"round-{round_:04d}.{name}.reply"
+
+
+# --------------------------------------------------------------------------- the job description
+def write_job(path, *, domain, partition, epsilon: float, delta: float, parameters: Mapping | None = None,
+              method: str = "hybrid") -> dict:
+    """Write a job description (see the module docstring); returns it as a dict.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from skdpsynth.federated import HybridPartition
+    >>> from skdpsynth.federated.files import read_job, write_job
+    >>> part = HybridPartition([[0, 1], [2, 3]], [["a"], ["b"]])
+    >>> path = os.path.join(tempfile.mkdtemp(), "job.json")
+    >>> _ = write_job(path, domain={"a": 2, "b": 3}, partition=part, epsilon=1.0, delta=1e-9)
+    >>> job = read_job(path)
+    >>> job["partition"].n_parties, job["domain"].size()
+    (4, 6)
+    """
+    from .partition import HybridPartition
+
+    domain = domain if isinstance(domain, Domain) else Domain.from_dict(dict(domain))
+    partition = HybridPartition.coerce(partition)
+    job = {"format": JOB_FORMAT, "version": JOB_VERSION, "method": method, "epsilon": float(epsilon),
+           "delta": float(delta), "domain": {str(a): int(domain[a]) for a in domain.attrs},
+           "parties": [{"name": p.name, "rows": [int(r) for r in p.rows], "columns": [str(c) for c in p.columns]}
+                       for p in partition.parties()],
+           "parameters": dict(parameters or {})}
+    Path(path).write_text(json.dumps(job, indent=1, allow_nan=False))
+    return job
+
+
+def read_job(path) -> dict:
+    """Read and check a job description; ``domain`` and ``partition`` come back as objects.
+
+    Raises
+    ------
+    ValueError
+        On anything malformed (naming what).
+    """
+    from .partition import HybridPartition
+
+    try:
+        job = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"Cannot read the job description {os.fspath(path)!r}: {exc}") from None
+    if not isinstance(job, dict) or job.get("format") != JOB_FORMAT:
+        raise ValueError(f"{os.fspath(path)!r} is not a job description (format {JOB_FORMAT!r}).")
+    if job.get("version") != JOB_VERSION:
+        raise ValueError(f"Job description version {job.get('version')!r}; this version reads {JOB_VERSION}.")
+    if job.get("method") != "hybrid":
+        raise ValueError(f"Job method {job.get('method')!r}: the file-based protocol runs 'hybrid' (RandDPGen).")
+    for key in ("epsilon", "delta"):
+        value = job.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"Job {key} must be a positive number, got {value!r}.")
+    if not isinstance(job.get("parameters", {}), dict):
+        raise ValueError("Job parameters must be an object of HybridSynthesizer hyper-parameters.")
+    try:
+        domain = Domain.from_dict({str(k): int(v) for k, v in dict(job["domain"]).items()})
+        partition = HybridPartition.coerce(list(job["parties"])).validate(list(domain.attrs),
+                                                                          _roster_size(job["parties"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"Job description {os.fspath(path)!r}: {exc}") from None
+    return {**job, "domain": domain, "partition": partition, "parameters": dict(job.get("parameters", {}))}
+
+
+def _roster_size(parties) -> int:
+    rows = [int(r) for p in parties for r in p["rows"]]
+    return max(rows) + 1 if rows else 0
+
+
+# --------------------------------------------------------------------------- the curator's side
+class FileBackend(_Backend):
+    """The curator's carrier over an exchange folder: requests out as files, replies in as files.
+
+    Parameters
+    ----------
+    names : sequence of str
+        The parties.
+    exchange : path
+    timeout : float or None, default=None
+        Seconds to wait for missing replies (polling); ``None`` raises
+        :class:`WaitingForParties` at once (the curator stops and is run
+        again later, replaying from the files).
+    poll : float, default=0.2
+        Seconds between looks at the folder while waiting.
+    """
+
+    kind = "files"
+
+    def __init__(self, names, exchange, *, timeout: float | None = None, poll: float = 0.2):
+        super().__init__({name: PartyHost(None) for name in names})
+        self.exchange = Path(exchange)
+        self.timeout = timeout
+        self.poll = float(poll)
+        self.round = 0
+
+    def _start(self):
+        self.exchange.mkdir(parents=True, exist_ok=True)
+
+    def _call(self, requests):
+        round_, self.round = self.round, self.round + 1
+        missing = []
+        for name, request in requests.items():
+            if not _reply_path(self.exchange, round_, name).exists():
+                if not _request_path(self.exchange, round_, name).exists():
+                    _atomic_write(_request_path(self.exchange, round_, name), request)
+                missing.append(name)
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        while missing:
+            if deadline is None or time.monotonic() > deadline:
+                raise WaitingForParties(round_, missing)
+            time.sleep(self.poll)
+            missing = [n for n in missing if not _reply_path(self.exchange, round_, n).exists()]
+        return {name: _reply_path(self.exchange, round_, name).read_bytes() for name in requests}
+
+    def finish(self) -> None:
+        """Tell the parties the fit is over (the ``done`` file)."""
+        _atomic_write(self.exchange / DONE, b"")
+
+
+class CuratorState:
+    """The curator's private state in its folder: its seed, its X25519 key and its dealer secret.
+
+    Created on the first run (from OS entropy, or ``seed``), read on the
+    next ones, so that a replayed fit makes the same choices and sends the
+    same sealed seeds.  The file is private (mode 0600): whoever holds it
+    can recompute the curator's own noise (its selections).
+    """
+
+    FILE = "curator-state.json"
+
+    def __init__(self, folder, *, seed: int | None = None):
+        self.path = Path(folder) / self.FILE
+        if self.path.exists():
+            state = json.loads(self.path.read_text())
+            if seed is not None and seed != state["seed"]:
+                raise ValueError(f"The curator state in {os.fspath(folder)!r} has another seed; use a new state "
+                                 "folder for a new fit.")
+        else:
+            state = {"seed": int(seed) if seed is not None else int.from_bytes(os.urandom(8), "big") >> 1,
+                     "session": (b"skdpsynth/federation/" + os.urandom(16)).hex(),
+                     "private_key": os.urandom(32).hex(), "dealer_secret": os.urandom(32).hex()}
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            _atomic_write(self.path, json.dumps(state).encode(), private=True)
+        self.seed = int(state["seed"])
+        self.session = bytes.fromhex(state["session"])
+        self.private_key = bytes.fromhex(state["private_key"])
+        self.dealer_secret = bytes.fromhex(state["dealer_secret"])
+
+
+class FileFederatedData(FederatedData):
+    """:class:`~skdpsynth.federated.runtime.FederatedData` whose parties answer through an exchange folder.
+
+    Parameters
+    ----------
+    job : dict
+        From :func:`read_job`.
+    exchange : path
+    state : CuratorState
+    timeout : float or None
+        See :class:`FileBackend`.
+    """
+
+    def __init__(self, job: dict, exchange, state: CuratorState, *, timeout: float | None = None):
+        names = [p.name for p in job["partition"].parties()]
+        super().__init__(job["domain"], job["partition"], {n: PartyHost(None) for n in names})
+        self.exchange = Path(exchange)
+        self.state = state
+        self.timeout = timeout
+        self.last_backend = None
+
+    def make_backend(self) -> FileBackend:
+        self.last_backend = FileBackend([p.name for p in self.partition.parties()], self.exchange,
+                                        timeout=self.timeout)
+        return self.last_backend
+
+    def federation(self, *, seed: int, secure_computation: str = "cryptographic", dealer_secret=None,
+                   backend=None):
+        from .parties import Federation
+
+        return Federation.connect(backend or self.make_backend(), self.partition, self.domain, seed=seed,
+                                  secure_computation=secure_computation, dealer_secret=self.state.dealer_secret,
+                                  session=self.state.session, curator_private_key=self.state.private_key)
+
+
+# --------------------------------------------------------------------------- a party's side
+class _PartyState:
+    FILE = "party-state.json"
+
+    def __init__(self, folder, name: str):
+        self.path = Path(folder) / self.FILE
+        self.name = name
+        if self.path.exists():
+            state = json.loads(self.path.read_text())
+            if state["name"] != name:
+                raise ValueError(f"The party state in {os.fspath(folder)!r} belongs to {state['name']!r}.")
+        else:
+            state = {"name": name, "private_key": os.urandom(32).hex(), "setup": None, "spent_rho": 0.0}
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        self.state = state
+
+    def save(self) -> None:
+        _atomic_write(self.path, json.dumps(self.state).encode(), private=True)
+
+
+def answer_requests(job: dict, name: str, data, exchange, state_folder, *, noise: str = "private") -> int:
+    """Answer every request for party ``name`` waiting in the exchange folder; returns how many.
+
+    The party checks that the curator's setup matches the public job
+    (domain and its own roster entry) and never spends more than the job's
+    budget (its own zCDP over all its answers).
+
+    Parameters
+    ----------
+    job : dict
+        From :func:`read_job`.
+    name : str
+        This party.
+    data : path or source
+        Its records (see :func:`~skdpsynth.federated.runtime.load_party_codes`).
+    exchange, state_folder : path
+    noise : {"private", "curator"}, default="private"
+    """
+    from ..privacy import cdp_rho
+
+    specs = {p.name: p for p in job["partition"].parties()}
+    if name not in specs:
+        raise ValueError(f"The job has no party {name!r} (its parties: {sorted(specs)}).")
+    exchange = Path(exchange)
+    state = _PartyState(state_folder, name)
+    server = PartyServer(name, data, noise=noise, private_key=bytes.fromhex(state.state["private_key"]),
+                         max_rho=cdp_rho(job["epsilon"], job["delta"]))
+    server.spent_rho = float(state.state["spent_rho"])
+    if state.state["setup"] is not None:
+        server.handle(bytes.fromhex(state.state["setup"]))   # restore: the same keys and job as at setup
+        server.spent_rho = float(state.state["spent_rho"])
+        server.pending_product = state.state.get("pending_product")
+    answered = 0
+    for request_path in sorted(exchange.glob(f"round-*.{name}.request")):
+        round_ = int(request_path.name.split(".")[0].split("-")[1])
+        reply_path = _reply_path(exchange, round_, name)
+        if reply_path.exists():
+            continue
+        request = request_path.read_bytes()
+        if unpack(request, kinds=("Request",), sender=CURATOR).fields.get("op") == "setup":
+            _check_setup(job, specs[name], request)
+            state.state["setup"] = request.hex()
+        reply = server.handle(request)
+        state.state["spent_rho"] = server.spent_rho
+        state.state["pending_product"] = server.pending_product
+        state.save()
+        _atomic_write(reply_path, reply)
+        answered += 1
+    return answered
+
+
+def _check_setup(job: dict, spec, request: bytes) -> None:
+    """A party answers a setup only for the job it agreed to."""
+    fields = unpack(request, kinds=("Request",), sender=CURATOR).fields
+    domain = fields.get("domain", {})
+    if list(domain.get("attrs", [])) != list(job["domain"].attrs) or \
+            [int(s) for s in domain.get("sizes", [])] != [int(s) for s in job["domain"].shape]:
+        raise MessageError(CURATOR, "the setup's domain differs from the job description's.")
+    own = fields.get("spec", {})
+    if (own.get("name"), list(own.get("columns", [])), own.get("n_rows")) != \
+            (spec.name, list(spec.columns), spec.n_rows):
+        raise MessageError(CURATOR, f"the setup describes party {spec.name!r} otherwise than the job description.")
+
+
+def is_done(exchange) -> bool:
+    """Whether the curator has finished (the ``done`` file exists)."""
+    return (Path(exchange) / DONE).exists()
+
