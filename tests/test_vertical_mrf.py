@@ -179,6 +179,31 @@ def test_same_seed_same_output_and_messages_round_trip(data, fitted):
         assert VerticalMessage.from_bytes(VerticalMessage.from_bytes(raw).to_bytes()).to_bytes() == raw
 
 
+def test_cryptographic_key_agreement_gives_the_same_fit(data, fitted, monkeypatch):
+    """secure_computation='cryptographic': the sketch secret comes from the X25519 agreement, same seed same fit."""
+    pytest.importorskip("cryptography")
+    from skdpsynth.federated import secure_aggregation
+
+    calls = []
+    original = secure_aggregation.share_group_secret
+
+    def recording(parties, **kwargs):
+        secrets, relayed = original(parties, **kwargs)
+        calls.append((sorted(p.name for p in parties), secrets, relayed))
+        return secrets, relayed
+
+    monkeypatch.setattr(secure_aggregation, "share_group_secret", recording)
+    with pytest.warns(ReproducibleNoiseWarning):
+        crypto = make(keep_messages=True, secure_computation="cryptographic").fit(data)
+    assert crypto.messages_ == fitted.messages_
+    (names, secrets, relayed), = calls
+    assert len(names) == len(PARTIES) and len(set(secrets.values())) == 1
+    secret = next(iter(secrets.values()))
+    assert all(secret not in box for _, box in relayed.values())     # the curator relays sealed boxes only
+    with pytest.raises(ValueError, match="secure_computation must be one of"):
+        make(secure_computation="yes").fit(data)
+
+
 def test_unseeded_fits_draw_fresh_keys_and_noise(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ReproducibleNoiseWarning)

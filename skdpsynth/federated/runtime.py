@@ -79,21 +79,18 @@ NOISE_MODES = ("private", "curator")
 
 DEALER_PURPOSE = b"skdpsynth/dealer-seed"
 RELAY_PURPOSE = b"skdpsynth/product-relay"
-_NONCE_BYTES = 12
 
 
 # --------------------------------------------------------------------------- sealing
-def _aead(key: bytes):
-    try:
-        from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("The federated runtime needs the optional dependency 'cryptography'; install it with: "
-                          "pip install 'skdpsynth[distributed]'") from exc
-    return ChaCha20Poly1305(key)
-
-
 def seal(key: bytes, plaintext: bytes, context: bytes) -> tuple[bytes, bytes]:
-    """Encrypt and authenticate ``plaintext`` under a 32-byte key, bound to ``context``; ``(nonce, ciphertext)``.
+    """:func:`~skdpsynth.federated.secure_aggregation.seal` (ChaCha20-Poly1305), imported lazily."""
+    from .secure_aggregation import seal as _seal
+
+    return _seal(key, plaintext, context)
+
+
+def open_sealed(key: bytes, nonce: bytes, ciphertext: bytes, context: bytes, *, sender: str | None = None) -> bytes:
+    """Open a sealed box; a wrong key, context or a tampered box raises :class:`MessageError` naming ``sender``.
 
     Examples
     --------
@@ -104,17 +101,12 @@ def seal(key: bytes, plaintext: bytes, context: bytes) -> tuple[bytes, bytes]:
     >>> open_sealed(key, nonce, box, b"a->b")
     b'secret'
     """
-    nonce = os.urandom(_NONCE_BYTES)
-    return nonce, _aead(key).encrypt(nonce, bytes(plaintext), bytes(context))
-
-
-def open_sealed(key: bytes, nonce: bytes, ciphertext: bytes, context: bytes, *, sender: str | None = None) -> bytes:
-    """Decrypt what :func:`seal` produced; a wrong key, context or a tampered box raises :class:`MessageError`."""
-    from cryptography.exceptions import InvalidTag
+    from .secure_aggregation import SecureAggregationError
+    from .secure_aggregation import open_sealed as _open
 
     try:
-        return _aead(key).decrypt(bytes(nonce), bytes(ciphertext), bytes(context))
-    except (InvalidTag, ValueError) as exc:
+        return _open(key, nonce, ciphertext, context)
+    except SecureAggregationError as exc:
         raise MessageError(sender, "sealed data do not authenticate (wrong key or context, or tampered).") from exc
 
 

@@ -91,13 +91,16 @@ from __future__ import annotations
 
 import hashlib
 import operator
+import os
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 __all__ = [
@@ -113,6 +116,9 @@ __all__ = [
     "aggregate",
     "aggregate_encoded",
     "keystream_words",
+    "seal",
+    "open_sealed",
+    "share_group_secret",
 ]
 
 DEFAULT_SCALE_BITS = 24
@@ -620,3 +626,96 @@ def aggregate_encoded(masked: Mapping[str, MaskedInput], expected: Iterable[str]
     if len(set(shapes.values())) > 1:
         raise SecureAggregationError(f"masked vectors have different shapes: {shapes}")
     return np.add.reduce(np.stack([np.asarray(it.values) for it in items]), axis=0, dtype=np.uint64)
+
+
+# -- sealed point-to-point data (relayed by the curator) -------------------------------------------------------------
+_NONCE_BYTES = 12
+
+
+def seal(key: bytes, plaintext: bytes, context: bytes) -> tuple[bytes, bytes]:
+    """Encrypt and authenticate ``plaintext`` (ChaCha20-Poly1305) under a 32-byte key, bound to ``context``.
+
+    Returns ``(nonce, ciphertext)``; the nonce is fresh from the OS.  Use it
+    for data one party sends another through the curator, under their
+    :meth:`SecureAggregationParty.pairwise_key`.
+
+    Examples
+    --------
+    >>> import os
+    >>> key = os.urandom(32)
+    >>> nonce, box = seal(key, b"secret", b"a->b")
+    >>> open_sealed(key, nonce, box, b"a->b")
+    b'secret'
+    """
+    nonce = os.urandom(_NONCE_BYTES)
+    return nonce, ChaCha20Poly1305(bytes(key)).encrypt(nonce, bytes(plaintext), bytes(context))
+
+
+def open_sealed(key: bytes, nonce: bytes, ciphertext: bytes, context: bytes) -> bytes:
+    """Decrypt what :func:`seal` produced.
+
+    Raises
+    ------
+    SecureAggregationError
+        A wrong key or context, or a tampered box.
+    """
+    try:
+        return ChaCha20Poly1305(bytes(key)).decrypt(bytes(nonce), bytes(ciphertext), bytes(context))
+    except (InvalidTag, ValueError) as exc:
+        raise SecureAggregationError("sealed data do not authenticate (wrong key or context, or tampered)") from exc
+
+
+def share_group_secret(parties: Sequence[SecureAggregationParty], *, purpose, secret: bytes | None = None):
+    """Give every party one secret that the curator relaying the messages never learns.
+
+    The leader (the first name in sorted order) draws a 32-byte secret
+    (from the OS unless ``secret`` is given) and seals it for every other
+    party under their pairwise key for ``purpose``; the curator relays the
+    sealed boxes; each party opens its own.  This is how VertiMRF's parties
+    agree on their sketch key (§5.4): from the X25519 key agreement, never
+    visible to the curator.
+
+    Parameters
+    ----------
+    parties : sequence of SecureAggregationParty
+        All of one session (in-process simulation: every role runs here).
+    purpose : str or bytes
+        Domain separation of the pairwise keys used.
+    secret : bytes, optional
+        The leader's secret (reproducible runs only).
+
+    Returns
+    -------
+    secrets : dict of str to bytes
+        The secret as each party holds it (all equal).
+    relayed : dict of str to tuple of bytes
+        What the curator saw: ``{receiver: (nonce, ciphertext)}``.
+
+    Examples
+    --------
+    >>> ps = [SecureAggregationParty(n, b"session") for n in ("a", "b", "c")]
+    >>> secrets, relayed = share_group_secret(ps, purpose="sketch")
+    >>> len(set(secrets.values())), sorted(relayed)
+    (1, ['b', 'c'])
+    >>> any(secrets["a"] in box for _, box in relayed.values())
+    False
+    """
+    by_name = {p.name: p for p in parties}
+    if len(by_name) != len(parties) or not parties:
+        raise SecureAggregationError("share_group_secret needs one or more parties with distinct names")
+    if len({p.session for p in parties}) != 1:
+        raise SecureAggregationError("the parties belong to different sessions")
+    purpose = _as_bytes(purpose, "purpose")
+    leader_name, *others = sorted(by_name)
+    leader = by_name[leader_name]
+    value = os.urandom(32) if secret is None else bytes(secret)
+    relayed = {}
+    for name in others:                                   # leader -> curator -> name
+        key = leader.pairwise_key(name, by_name[name].public_key, purpose=purpose)
+        relayed[name] = seal(key, value, b"group-secret|" + purpose + b"|" + name.encode())
+    secrets = {leader_name: value}
+    for name in others:                                   # each receiver opens its own box
+        key = by_name[name].pairwise_key(leader_name, leader.public_key, purpose=purpose)
+        nonce, box = relayed[name]
+        secrets[name] = open_sealed(key, nonce, box, b"group-secret|" + purpose + b"|" + name.encode())
+    return secrets, relayed

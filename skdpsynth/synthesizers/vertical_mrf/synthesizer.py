@@ -16,6 +16,7 @@ configuration.
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -50,6 +51,25 @@ def contiguous_blocks(columns: Sequence, n_parties: int) -> list[list]:
                          f"<= columns).")
     return [list(block) for block in np.array_split(np.array(columns, dtype=object), int(n_parties))]
 
+
+
+def _agree_sketch_secret(names: list, secret: bytes | None) -> bytes:
+    """§5.4 with real cryptography: the leader's secret sealed for every party by X25519 key agreement.
+
+    The curator relays sealed boxes only (it never holds the secret); all
+    roles run in this process, as the rest of the in-process simulation.
+    """
+    try:
+        from ...federated.secure_aggregation import SecureAggregationParty, share_group_secret
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("secure_computation='cryptographic' needs the optional dependency 'cryptography'; "
+                          "install it with: pip install 'skdpsynth[distributed]'") from exc
+    session = b"skdpsynth/vertimrf/" + os.urandom(16)
+    holders = [SecureAggregationParty(name, session) for name in names]
+    secrets, _ = share_group_secret(holders, purpose=b"vertimrf/sketch-secret", secret=secret)
+    if len(set(secrets.values())) != 1:  # pragma: no cover - a bug in the key agreement
+        raise RuntimeError("The parties' sketch secrets differ.")
+    return secrets[names[0]]
 
 class VerticalMRFSynthesizer(BaseSynthesizer):
     """VertiMRF: DP synthesis from vertically partitioned data (parties hold different columns of the same people).
@@ -142,6 +162,14 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
     sampling : {"round", "sample"}, default="round"
     keep_messages : bool, default=False
         Keep the parties' serialised messages in ``messages_`` (to replay the server).
+    secure_computation : {"simulated", "cryptographic"}, default="simulated"
+        How the parties agree on their shared sketch secret (§5.4):
+        ``"simulated"`` draws it in this process; ``"cryptographic"`` runs
+        the X25519 + HKDF key agreement of
+        :func:`~skdpsynth.federated.secure_aggregation.share_group_secret`
+        (the leader's secret sealed for every party, relayed by the curator,
+        who never holds it; needs ``skdpsynth[distributed]``).  Same fit for
+        the same seed.
     random_state : None, int or numpy.random.Generator
         ``None`` (default): noise and shared sketch secret from OS entropy.
     verbose : int, default=0
@@ -224,6 +252,7 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         fo_accounting: str = "conservative",
         sampling: str = "round",
         keep_messages: bool = False,
+        secure_computation: str = "simulated",
         random_state=None,
         verbose: int = 0,
     ):
@@ -258,6 +287,7 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         self.fo_accounting = fo_accounting
         self.sampling = sampling
         self.keep_messages = keep_messages
+        self.secure_computation = secure_computation
         self.random_state = random_state
         self.verbose = verbose
 
@@ -266,7 +296,7 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         super()._check_params()
         choices = {"encoder": ENCODERS, "sketch_accounting": SKETCH_ACCOUNTING, "fo_accounting": FO_ACCOUNTING,
                    "local_mrf": LOCAL_LEARNERS, "cardinality_estimator": ("hll", "censored_mle", "paper_literal"),
-                   "his_rec": ("value_dist", "uniform")}
+                   "his_rec": ("value_dist", "uniform"), "secure_computation": ("simulated", "cryptographic")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}.")
@@ -448,9 +478,13 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         # §5.4: the shared secret the parties agree on; the server never sees it (nor the keys).
         keys = None
         if self.encoder == "fm":
-            secret = fm.new_shared_secret() if isinstance(rng, SystemRandomGenerator) else rng.bytes(32)
+            given = None if isinstance(rng, SystemRandomGenerator) else rng.bytes(32)
+            if self.secure_computation == "cryptographic":
+                secret = _agree_sketch_secret([str(name) for name, _ in parties], given)
+            else:
+                secret = fm.new_shared_secret() if given is None else given
             keys = fm.SketchKeys.from_secret(secret, int(self.n_sketches))
-            del secret
+            del secret, given
         states = child_random_states(rng, m)
         wire = []
         for i, (name, cols) in enumerate(parties):
