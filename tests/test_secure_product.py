@@ -253,3 +253,16 @@ def test_mask_encoded_requires_uint64_and_matches_mask():
     assert np.array_equal(via_mask.values, via_encoded.values)
     with pytest.raises(SecureAggregationError, match="already masked"):
         ps2.mask_encoded(encode(x), keys, 1, participants=names)
+
+
+@pytest.mark.parametrize("n, p, q", [(1, 1, 1), (300, 3, 50), (300, 9, 20), (2000, 40, 33), ((1 << 20) + 3, 8, 16)])
+def test_matmul_t_mod64_equals_the_wrapping_integer_product(n, p, q):
+    """The BLAS limb product is exact modulo 2^64, across the 2^20-row blocks and at the extreme words."""
+    from skdpsynth.federated.secure_product import matmul_t_mod64
+
+    rng = np.random.default_rng(n + p + q)
+    a = rng.integers(0, 2**64, size=(n, p), dtype=np.uint64)
+    b = rng.integers(0, 2**64, size=(n, q), dtype=np.uint64)
+    a[: min(n, 5)] = np.uint64(2**64 - 1)          # all-ones limbs: the largest partial sums
+    b[: min(n, 5)] = np.uint64(2**64 - 1)
+    np.testing.assert_array_equal(matmul_t_mod64(a, b), a.T @ b)
