@@ -374,3 +374,43 @@ def test_linear_operator_query_matches_matrix_query():
         dom, base + [Measurement(("b", "c"), y, 4.0, aslinearoperator(q))], known_total=2000.0, iters=300
     )
     np.testing.assert_allclose(with_operator.project(["b", "c"]), with_matrix.project(["b", "c"]), rtol=1e-9)
+
+
+# -- exact independent estimate and the discrepancy stop (issue 16) ---------------------------------------------------
+def test_independent_estimate_is_the_mirror_descent_optimum():
+    import scipy.sparse as sp
+
+    from skdpsynth.graphical.estimation import independent_estimate
+
+    rng = np.random.default_rng(0)
+    dom = Domain(["a", "b", "c"], [5, 2, 9])
+    ms = [Measurement((a,), rng.dirichlet(np.full(dom[a], 0.5)) * 1000 + rng.normal(0, 30, dom[a]), 30.0)
+          for a in dom.attrs]
+    q = np.ones(9)
+    q[-1] = 0.5
+    ms.append(Measurement(("c",), rng.normal(50, 30, 9), 20.0, sp.diags(q).tocsr()))   # a diagonal query
+    est = independent_estimate(dom, ms)
+    model, _ = mirror_descent(dom, ms, iters=20000, tol=0)
+    for a in dom.attrs:
+        assert est[a].min() >= 0 and np.isclose(est[a].sum(), model.total)
+        np.testing.assert_allclose(est[a], model.project([a]), atol=1e-3)
+    # Not of the separable form: None (the caller falls back to mirror descent).
+    assert independent_estimate(dom, ms + [Measurement(("a", "b"), np.ones(10), 1.0)]) is None
+    assert independent_estimate(dom, [Measurement(("a",), np.ones(2), 1.0, np.ones((2, 5)))]) is None
+    assert independent_estimate(dom, ms[:2]) is None                      # "c" not measured
+
+
+def test_mirror_descent_target_loss_stops_at_the_noise_level():
+    rng = np.random.default_rng(1)
+    dom = Domain(["a", "b"], [4, 3])
+    truth = rng.dirichlet(np.ones(12)).reshape(4, 3) * 5000
+    ms = [Measurement(("a", "b"), (truth + rng.normal(0, 5, (4, 3))).ravel(), 5.0),
+          Measurement(("a",), truth.sum(1) + rng.normal(0, 5, 4), 5.0)]
+    n_answers = sum(m.n_answers for m in ms)
+    model, info = mirror_descent(dom, ms, iters=5000, tol=0, target_loss=n_answers)
+    assert info.converged and info.loss <= n_answers and info.iterations < 5000
+    assert info.loss_history[-2] > n_answers                              # it stopped at the first such iterate
+    _, full = mirror_descent(dom, ms, iters=info.iterations + 50, tol=0)
+    assert full.loss < info.loss                                          # without the target it goes on
+    _, none = mirror_descent(dom, ms, iters=100, tol=0, target_loss=1e12)
+    assert none.iterations == 0 and none.converged                        # already there: no iteration

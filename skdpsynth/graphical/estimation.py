@@ -25,7 +25,7 @@ from .inference import assemble_potentials, belief_propagation
 from .junction_tree import JunctionTree, broadcast_shape, reduce_axes
 from .model import GraphicalModel
 
-__all__ = ["Measurement", "mirror_descent", "minimum_variance_total", "EstimationInfo"]
+__all__ = ["Measurement", "mirror_descent", "minimum_variance_total", "independent_estimate", "EstimationInfo"]
 
 
 @dataclass
@@ -145,6 +145,90 @@ def minimum_variance_total(measurements: Iterable[Measurement]) -> float | None:
     return num / den if den > 0 else None
 
 
+def _diagonal(m: Measurement) -> np.ndarray | None:
+    """The diagonal of ``Q`` when it is the identity or diagonal, else ``None``."""
+    if m.query is None:
+        return np.ones(m.n_answers)
+    q = m.query
+    if sp.issparse(q):
+        if q.shape[0] == q.shape[1] and q.nnz == np.count_nonzero(q.diagonal()):
+            return np.asarray(q.diagonal(), dtype=float)
+        return None
+    if isinstance(q, np.ndarray) and q.shape[0] == q.shape[1] and np.count_nonzero(q - np.diag(np.diag(q))) == 0:
+        return np.diag(q).astype(float)
+    return None
+
+
+def _weighted_simplex_projection(z: np.ndarray, w: np.ndarray, total: float) -> np.ndarray:
+    """``argmin Σ w_i (μ_i − z_i)²`` over ``μ ≥ 0, Σ μ = total`` (exact, by sorting the breakpoints).
+
+    KKT: ``μ_i = max(z_i − θ / w_i, 0)`` with ``θ`` such that the sum is ``total``.
+    """
+    order = np.argsort(-(z * w), kind="stable")
+    zs, inv = z[order], 1.0 / w[order]
+    theta = (np.cumsum(zs) - total) / np.cumsum(inv)
+    active = np.nonzero(zs * w[order] > theta)[0]
+    k = active[-1] if active.size else 0
+    return np.maximum(z - theta[k] / w, 0.0)
+
+
+def independent_estimate(domain: Domain, measurements: Iterable[Measurement],
+                         known_total: float | None = None) -> dict[str, np.ndarray] | None:
+    """The exact fit of a model of independent attributes to 1-way measurements.
+
+    For 1-way measurements with identity or diagonal queries, the
+    estimation problem separates by attribute: each marginal is the
+    weighted least-squares projection of its measurements onto the
+    non-negative vectors summing to the record count, solved exactly (what
+    :func:`mirror_descent` approaches iteratively).
+
+    Parameters
+    ----------
+    domain : Domain
+    measurements : iterable of Measurement
+        Every one over a single attribute, identity or diagonal ``Q``; every
+        attribute of ``domain`` measured.
+    known_total : float, optional
+        Default :func:`minimum_variance_total`.
+
+    Returns
+    -------
+    dict of str to ndarray, or None
+        Each attribute's estimated marginal (summing to the total); ``None``
+        when the measurements are not of that form (use :func:`mirror_descent`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import Measurement
+    >>> from skdpsynth.graphical.estimation import independent_estimate
+    >>> dom = Domain(["a"], [3])
+    >>> est = independent_estimate(dom, [Measurement(("a",), [60.0, 45.0, -5.0], 1.0)])
+    >>> np.round(est["a"], 6).tolist()
+    [57.5, 42.5, 0.0]
+    """
+    measurements = list(measurements)
+    weights = {a: np.zeros(domain[a]) for a in domain.attrs}
+    sums = {a: np.zeros(domain[a]) for a in domain.attrs}
+    for m in measurements:
+        if len(m.clique) != 1 or m.clique[0] not in weights:
+            return None
+        q = _diagonal(m)
+        if q is None or q.size != domain[m.clique[0]]:
+            return None
+        weights[m.clique[0]] += q**2 / m.sigma**2
+        sums[m.clique[0]] += q * m.values / m.sigma**2
+    if any((w <= 0).any() for w in weights.values()):
+        return None
+    if known_total is None:
+        known_total = minimum_variance_total(measurements)
+        if known_total is None:
+            return None
+    total = max(float(known_total), 1.0)
+    return {a: _weighted_simplex_projection(sums[a] / weights[a], weights[a], total) for a in domain.attrs}
+
+
 @dataclass
 class EstimationInfo:
     """Diagnostics of one :func:`mirror_descent` run."""
@@ -196,6 +280,7 @@ def mirror_descent(
     backtracking_steps: int = 25,
     step_growth: float = 1.05,
     callback: Callable[[int, float], None] | None = None,
+    target_loss: float | None = None,
 ) -> tuple[GraphicalModel, EstimationInfo]:
     """Fit a :class:`GraphicalModel` to noisy measurements (Private-PGM estimation).
 
@@ -231,6 +316,11 @@ def mirror_descent(
         Each iteration first tries the previous step times this factor.
     callback : callable, optional
         ``callback(iteration, loss)`` after every iteration (progress, logging).
+    target_loss : float, optional
+        Stop as soon as the loss is at most this.  With the number of answers
+        (``Σ_i n_i``) it is Morozov's discrepancy principle: stop once the
+        model fits the measurements to their noise level (standardized
+        residuals of root-mean-square 1); iterating further fits the noise.
 
     Returns
     -------
@@ -341,6 +431,7 @@ def mirror_descent(
     loss, grads, mus = loss_and_grad(marginals)
     history = [loss]
     calls, converged, it = 1, False, 0
+    reached = converged = target_loss is not None and loss <= target_loss
     def line_search(alpha):
         """Armijo backtracking from ``alpha``: (accepted step or None, BP calls, the trial's results)."""
         n_calls = 0
@@ -356,7 +447,7 @@ def mirror_descent(
             alpha *= 0.5
         return None, n_calls, None
 
-    for it in range(1, iters + 1):
+    for it in range(1, 0 if reached else iters + 1):
         grad_tables = gradient_tables(grads)
         alpha *= step_growth
         accepted, n_calls, trial = line_search(alpha)
@@ -379,6 +470,9 @@ def mirror_descent(
             callback(it, loss)
         if tol > 0 and it >= 10 and history[-11] - loss <= tol * max(abs(history[-11]), 1e-12):
             converged = True
+            break
+        if target_loss is not None and loss <= target_loss:
+            converged = reached = True
             break
 
     model = GraphicalModel(domain, theta, total)
