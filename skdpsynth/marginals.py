@@ -3,9 +3,11 @@
 Data enter the engine as an ``(n_records, n_attributes)`` integer array whose
 columns follow the :class:`~skdpsynth.domain.Domain` order (see
 :func:`as_codes`).  A marginal over a clique of attributes is the contingency
-table of those columns, an ndarray whose axes are in domain order.  Counting is
-one ``ravel_multi_index`` + ``bincount`` pass per marginal; never a Python loop
-over records.
+table of those columns, an ndarray whose axes are in domain order.  Counting
+runs over cache-sized chunks of rows with narrow-integer index arithmetic and
+``bincount`` (see the counting engine below); :func:`marginals` counts all the
+cliques it needs in one pass over the chunks.  Never a Python loop over
+records.
 """
 from __future__ import annotations
 
@@ -114,13 +116,214 @@ def _integer_column(values: np.ndarray, name: str) -> np.ndarray:
     return as_float.astype(np.intp)
 
 
+# ---------------------------------------------------------------------------
+# Counting engine (issue 16).
+#
+# Rows are processed in chunks of ``_CHUNK`` rows so that every temporary lives
+# in the CPU cache and memory stays bounded by the chunk, not by ``n``.  Per
+# chunk, a clique's flat cell index is computed in the narrowest unsigned dtype
+# that holds it (``np.multiply`` / ``np.add`` into a preallocated buffer) and
+# counted with ``np.bincount``; totals accumulate in int64 (float64 with
+# weights).  On top of that (measured by ``python -m skdpsynth.benchmarks.counting``):
+#
+# * tables of at most ``_SMALL_CELLS`` cells are counted without bincount, one
+#   vectorised ``==`` + ``count_nonzero`` per cell (unweighted counts only);
+# * a table of at most ``_LANE_MAX_CELLS`` cells whose first chunk is very
+#   skewed (sum of squared cell shares > ``_LANE_SKEW``: consecutive rows often
+#   fall in the same cell, a store-to-load dependency chain in bincount) is
+#   counted from then on into ``_LANES`` interleaved copies (row ``i`` goes to
+#   copy ``i % _LANES``) summed at the end.  On ordinary data this costs ~10%,
+#   hence the test.
+#
+# Compact code dtypes (uint8 / uint16) are read in place; wider or signed ones
+# are narrowed chunk by chunk, so that all index arithmetic runs on 1-2 byte
+# lanes.  Codes are checked against the domain per chunk (one ``max`` per
+# column), so an invalid code raises instead of silently wrapping around.
+# ---------------------------------------------------------------------------
+_CHUNK = 1 << 17
+_CHUNK_STRIDED = 1 << 15
+_CHUNK_CAP = 1 << 24
+_SMALL_CELLS = 8
+_LANES = 4
+_LANE_MAX_CELLS = 4096
+_LANE_SKEW = 0.2
+
+
+def _uint_for(maxval: int) -> np.dtype:
+    """Narrowest unsigned dtype holding ``0 .. maxval`` (intp beyond uint32: bincount wants intp)."""
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if maxval <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    return np.dtype(np.intp)
+
+
+class _Table:
+    """One clique being counted: its columns and sizes, how it is counted, and its running total."""
+
+    __slots__ = ("cols", "sizes", "cells", "small", "wide", "lanes", "dtype", "muls", "total", "lane_off")
+
+    def __init__(self, cols: Sequence[int], sizes: Sequence[int], weighted: bool):
+        self.cols = tuple(cols)
+        self.sizes = tuple(int(s) for s in sizes)
+        self.cells = int(np.prod(self.sizes, dtype=object))
+        self.small = not weighted and self.cells <= _SMALL_CELLS
+        self.wide = False  # index arithmetic in intp on intp columns read in place
+        self.lanes = 1
+        self.set_dtype(_uint_for(self.cells - 1))
+        self.total = np.zeros(self.cells, np.float64 if weighted else np.int64)
+        self.lane_off = None
+
+    def set_dtype(self, dtype) -> None:
+        """Index dtype, and the strides as scalars of it.  A size equal to the
+        dtype's modulus can only follow sizes 1 (codes 0), so 0 is as good."""
+        self.dtype = np.dtype(dtype)
+        mod = int(np.iinfo(self.dtype).max) + 1
+        self.muls = tuple(self.dtype.type(s % mod) for s in self.sizes)
+
+    def use_lanes(self, chunk: int, cache: dict) -> None:
+        """Count into ``_LANES`` interleaved copies from now on (see the engine notes)."""
+        self.lanes = _LANES
+        self.set_dtype(np.intp if self.wide else _uint_for(self.cells * _LANES - 1))
+        self.total = np.concatenate([self.total, np.zeros(self.cells * (_LANES - 1), self.total.dtype)])
+        key = (self.cells, self.dtype)
+        if key not in cache:
+            cache[key] = (np.arange(chunk) % _LANES * self.cells).astype(self.dtype)
+        self.lane_off = cache[key]
+
+    def result(self) -> np.ndarray:
+        total = self.total
+        if self.lanes > 1:
+            total = total.reshape(self.lanes, self.cells).sum(axis=0)
+        return total.astype(np.float64).reshape(self.sizes)
+
+
+def _as_code_array(codes) -> np.ndarray:
+    codes = np.asarray(codes)
+    if codes.ndim != 2:
+        raise ValueError(f"codes must be a 2-D array of integer codes, got shape {codes.shape}.")
+    if codes.dtype.kind == "b":
+        return codes.view(np.uint8)
+    if codes.dtype.kind not in "iu":
+        if codes.size == 0:
+            return codes.astype(np.intp)
+        raise ValueError(f"codes must hold integer codes, got dtype {codes.dtype}.")
+    return codes
+
+
+def _count(codes, sizes: Sequence[int], cliques: Sequence[Sequence[int]], weights=None,
+           chunk: int | None = None) -> list[_Table]:
+    """Count the tables of ``cliques`` (tuples of increasing column indices, non-empty) in one pass.
+
+    Memory besides the tables is a few buffers of ``chunk`` rows (the chunk
+    grows to twice the largest table when that is bigger).
+    """
+    codes = _as_code_array(codes)
+    n = codes.shape[0]
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if weights.shape[0] != n:
+            raise ValueError(f"weights has {weights.shape[0]} entries but codes has {n} rows.")
+    tables = [_Table(c, [sizes[j] for j in c], weights is not None) for c in cliques]
+    if n == 0 or not tables:
+        return tables
+    used = sorted({j for t in tables for j in t.cols})
+    strided = any(codes[:, j].strides[0] != codes.dtype.itemsize for j in used)
+    # Strided columns (C order) are read row block by row block: shorter chunks
+    # keep a block's rows in cache while its columns are read one after another.
+    # A chunk much shorter than a big table would spend its time zeroing and
+    # adding bincount's output, so it grows to twice the largest table.
+    biggest = max((t.cells for t in tables if not t.small), default=0)
+    chunk = chunk or (_CHUNK_STRIDED if strided else _CHUNK)
+    chunk = int(min(max(chunk, 2 * biggest), _CHUNK_CAP))
+
+    signed = codes.dtype.kind == "i"
+    uview = np.dtype(f"u{codes.dtype.itemsize}")  # for the signed dtypes
+    # One table on intp columns (a lone ``marginal`` on ``as_codes`` output): index
+    # arithmetic straight in intp beats narrowing the two columns first (~6%).
+    # With several tables, narrowing each column once per chunk pays off.
+    wide = (len(tables) == 1 and not tables[0].small and codes.dtype == np.intp
+            and all(codes[:, j].strides[0] == codes.dtype.itemsize for j in used))
+    if wide:
+        tables[0].wide = True
+        tables[0].set_dtype(np.intp)
+    # Per column: read in place (contiguous, and compact unsigned or ``wide``) or
+    # narrowed chunk by chunk into a buffer of the narrowest dtype for its size.
+    narrow = {}
+    for j in used:
+        contiguous = codes[:, j].strides[0] == codes.dtype.itemsize
+        inplace = contiguous and (wide or (not signed and codes.dtype.itemsize <= 2))
+        narrow[j] = None if inplace else np.empty(chunk, _uint_for(sizes[j] - 1))
+    # A strided column (C-order codes) is read once per chunk: copied into its
+    # narrow buffer when that holds every value of the dtype (then checked
+    # there), else staged in a contiguous buffer of the codes' dtype, checked
+    # and narrowed.
+    stage = None
+    if strided and not all(np.can_cast(codes.dtype, narrow[j].dtype) for j in used if narrow[j] is not None):
+        stage = np.empty(chunk, codes.dtype)
+    index_bufs, lane_offs = {}, {}
+    mask = np.empty(chunk, bool) if any(t.small and t.cells > 1 for t in tables) else None
+
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        m = stop - start
+        cols = {}
+        for j in used:
+            col = codes[start:stop, j]
+            if col.strides[0] != codes.dtype.itemsize:
+                buf = narrow[j][:m] if stage is None or np.can_cast(codes.dtype, narrow[j].dtype) else stage[:m]
+                np.copyto(buf, col)
+                col = buf
+            # One max per column and chunk (negative codes are huge in the unsigned view).
+            if int((col.view(uview) if col.dtype.kind == "i" else col).max()) >= sizes[j]:
+                bad = col[(col < 0) | (col >= sizes[j])][0]
+                raise ValueError(f"Code {int(bad)} in column {j} is outside 0..{sizes[j] - 1}.")
+            if narrow[j] is not None and col.base is not narrow[j]:
+                np.copyto(narrow[j][:m], col, casting="unsafe")
+                col = narrow[j][:m]
+            cols[j] = col
+        w = None if weights is None else weights[start:stop]
+        for t in tables:
+            dt = t.dtype
+            if len(t.cols) == 1 and t.lanes == 1:
+                idx = cols[t.cols[0]]
+            else:
+                if dt not in index_bufs:
+                    index_bufs[dt] = np.empty(chunk, dt)
+                idx = index_bufs[dt][:m]
+                if len(t.cols) == 1:
+                    np.add(cols[t.cols[0]], t.lane_off[:m], out=idx, dtype=dt, casting="unsafe")
+                else:
+                    np.multiply(cols[t.cols[0]], t.muls[1], out=idx, dtype=dt, casting="unsafe")
+                    for k in range(1, len(t.cols)):
+                        if k > 1:
+                            np.multiply(idx, t.muls[k], out=idx)
+                        np.add(idx, cols[t.cols[k]], out=idx, dtype=dt, casting="unsafe")
+                    if t.lanes > 1:
+                        np.add(idx, t.lane_off[:m], out=idx)
+            if t.small:
+                total, seen = t.total, 0
+                for v in range(t.cells - 1):
+                    c = np.count_nonzero(np.equal(idx, v, out=mask[:m]))
+                    total[v] += c
+                    seen += c
+                total[-1] += m - seen
+                continue
+            np.add(t.total, np.bincount(idx, weights=w, minlength=t.total.shape[0]), out=t.total)
+            if start == 0 and stop < n and t.cells <= _LANE_MAX_CELLS:
+                mass = float(t.total.sum())
+                if mass > 0 and float(np.square(t.total, dtype=np.float64).sum()) > _LANE_SKEW * mass * mass:
+                    t.use_lanes(chunk, lane_offs)
+    return tables
+
+
 def marginal(codes: np.ndarray, domain: Domain, clique: Iterable[str], weights: np.ndarray | None = None) -> np.ndarray:
     """Contingency table of ``clique`` (axes in domain order) from validated codes.
 
     Parameters
     ----------
     codes : ndarray of shape (n, len(domain))
-        Output of :func:`as_codes`.
+        Output of :func:`as_codes`, or any integer array of valid codes in
+        domain order; compact dtypes (uint8, uint16) are counted fastest.
     domain : Domain
     clique : iterable of str
         Attributes of the marginal; an empty clique gives the record count as a 0-d array.
@@ -130,6 +333,11 @@ def marginal(codes: np.ndarray, domain: Domain, clique: Iterable[str], weights: 
     Returns
     -------
     numpy.ndarray of float64 with shape ``domain.shape_of(clique)``
+
+    Raises
+    ------
+    ValueError
+        If a code of a clique attribute lies outside ``0 .. size - 1``.
 
     Examples
     --------
@@ -141,14 +349,11 @@ def marginal(codes: np.ndarray, domain: Domain, clique: Iterable[str], weights: 
     [[0.0, 0.0, 1.0], [1.0, 0.0, 1.0]]
     """
     clique = domain.canonical(clique)
-    shape = domain.shape_of(clique)
     if not clique:
         total = codes.shape[0] if weights is None else float(np.sum(weights))
         return np.asarray(float(total))
-    cols = tuple(codes[:, domain.index(a)] for a in clique)
-    flat = np.ravel_multi_index(cols, shape) if len(cols) > 1 else cols[0]
-    counts = np.bincount(flat, weights=weights, minlength=int(np.prod(shape)))
-    return counts.astype(np.float64, copy=False).reshape(shape)
+    (table,) = _count(codes, domain.shape, [tuple(domain.index(a) for a in clique)], weights)
+    return table.result()
 
 
 def marginals(
@@ -157,8 +362,10 @@ def marginals(
     """Contingency tables of many cliques, reusing work where it is cheaper.
 
     A clique contained in an already counted clique whose table has fewer cells
-    than there are records is obtained by summing that table instead of another
-    pass over the data (e.g. all 2-way marginals from the 3-way ones).
+    than there are records is obtained by summing that table instead of
+    counting it from the data (e.g. all 2-way marginals from the 3-way ones).
+    The cliques that must be counted are counted together in one pass over
+    chunks of rows, each chunk's columns read while they are in cache.
 
     Returns
     -------
@@ -166,18 +373,26 @@ def marginals(
     """
     wanted = {domain.canonical(c) for c in cliques}
     n = codes.shape[0]
-    done: dict[Clique, np.ndarray] = {}
-    # Largest first, so that subsets can be summed out of their supersets.
+    # Plan first (sources depend on table sizes only). Largest first, so that
+    # subsets can be summed out of their supersets.
+    source: dict[Clique, Clique | None] = {}
     for clique in sorted(wanted, key=lambda c: (-len(c), -domain.size(c))):
-        source = None
-        for cand, table in done.items():
-            if table.size < n and set(clique) <= set(cand) and (source is None or table.size < done[source].size):
-                source = cand
-        if source is None:
-            done[clique] = marginal(codes, domain, clique, weights)
+        best = None
+        for cand in source:
+            size = domain.size(cand)
+            if size < n and set(clique) <= set(cand) and (best is None or size < domain.size(best)):
+                best = cand
+        source[clique] = best
+    counted = [c for c, src in source.items() if src is None and c]
+    tables = _count(codes, domain.shape, [tuple(domain.index(a) for a in c) for c in counted], weights)
+    done: dict[Clique, np.ndarray] = {c: t.result() for c, t in zip(counted, tables)}
+    for clique, src in source.items():
+        if src is None:
+            if not clique:
+                done[clique] = marginal(codes, domain, clique, weights)
         else:
-            axes = tuple(i for i, a in enumerate(source) if a not in clique)
-            done[clique] = done[source].sum(axis=axes)
+            axes = tuple(i for i, a in enumerate(src) if a not in clique)
+            done[clique] = done[src].sum(axis=axes)
     return {c: done[c] for c in wanted}
 
 
