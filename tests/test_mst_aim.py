@@ -149,11 +149,10 @@ def test_mst_early_stopping_at_the_discrepancy_principle():
     adult = load_adult(discretized=True)
     X = adult.frame.iloc[:5000, :6]
     domain = adult.domain.project(X.columns).to_dict()
-    stopped = MSTSynthesizer(1.0, domain=domain, random_state=0).fit(X)
+    stopped = MSTSynthesizer(1.0, domain=domain, early_stopping="discrepancy", random_state=0).fit(X)
     info = stopped.estimation_
     assert info.converged and info.residual <= 1.0 and info.iterations < stopped.max_iters
-    full = MSTSynthesizer(1.0, domain=domain, early_stopping=None, max_iters=info.iterations + 200, tol=0.0,
-                          random_state=0).fit(X)
+    full = MSTSynthesizer(1.0, domain=domain, max_iters=info.iterations + 200, tol=0.0, random_state=0).fit(X)
     assert full.tree_ == stopped.tree_ and full.estimation_.iterations == info.iterations + 200
     with pytest.raises(ValueError, match="early_stopping must be"):
         MSTSynthesizer(1.0, domain=domain, early_stopping="patience").fit(X)

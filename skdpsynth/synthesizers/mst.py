@@ -116,15 +116,18 @@ class MSTSynthesizer(BaseSynthesizer):
         Mirror-descent iterations of the final estimate at most.
     tol : float, default=1e-8
         Relative loss decrease over 10 iterations under which the final estimate stops early.
-    early_stopping : {"discrepancy", None}, default="discrepancy"
-        ``"discrepancy"``: the final estimate stops as soon as the model fits
-        the measurements to their noise level (the loss, a sum of squared
-        standardized residuals, is at most the number of noisy answers:
-        Morozov's discrepancy principle).  Mirror descent starts from the
-        uniform distribution, and iterating past that point fits the noise:
-        on Adult at ε = 1 (3 seeds) the model's TVD2 is 0.0415 / 0.0422 /
-        0.0455 there (about 250 iterations) and 0.0413 / 0.0423 / 0.0458
-        after 10 000.  ``None``: run ``max_iters`` (or until ``tol``).
+    early_stopping : {None, "discrepancy"}, default=None
+        ``None``: run ``max_iters`` (or until ``tol``).  ``"discrepancy"``:
+        stop the final estimate as soon as the model fits the measurements
+        to their noise level (the loss, a sum of squared standardized
+        residuals, is at most the number of noisy answers: Morozov's
+        discrepancy principle), 30 times faster on Adult at ε = 1 with the
+        same TVD (3 seeds: TVD2 0.0527, TVD3 0.1128 on sampled data, against
+        0.0533 / 0.1152 without it).  Not the default: on small data it
+        under-fits dependences that matter downstream (3 000 Adult records,
+        4 columns: it stops after 30–50 iterations, and a classifier trained
+        on the synthetic records predicts the majority class in 3 seeds of 5,
+        against none without it).
     sampling : {"round", "sample"}, default="round"
         Randomized rounding (the reference) or i.i.d. sampling.
     random_state : None, int or numpy.random.Generator
@@ -164,7 +167,7 @@ class MSTSynthesizer(BaseSynthesizer):
         compress: bool = True,
         max_iters: int = 10000,
         tol: float = 1e-8,
-        early_stopping: str | None = "discrepancy",
+        early_stopping: str | None = None,
         sampling: str = "round",
         random_state=None,
         verbose: int = 0,
