@@ -275,8 +275,8 @@ def _count(codes, sizes: Sequence[int], cliques: Sequence[Sequence[int]], weight
                 col = buf
             # One max per column and chunk (negative codes are huge in the unsigned view).
             if int((col.view(uview) if col.dtype.kind == "i" else col).max()) >= sizes[j]:
-                bad = col[(col < 0) | (col >= sizes[j])][0]
-                raise ValueError(f"Code {int(bad)} in column {j} is outside 0..{sizes[j] - 1}.")
+                # No offending value in the message: it is a value of the private data.
+                raise ValueError(f"Column {j} has codes outside 0..{sizes[j] - 1}.")
             if narrow[j] is not None and col.base is not narrow[j]:
                 np.copyto(narrow[j][:m], col, casting="unsafe")
                 col = narrow[j][:m]
