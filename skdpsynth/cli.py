@@ -431,27 +431,28 @@ def _federated_parsers(sub, checked) -> None:
         description="Answer, with this party's data, every request of the curator waiting in the exchange folder "
                     "(the setup included), writing one reply file each. The data never leave this command; only "
                     "DP messages and protocol packets do. See doc/federated.md.")
-    party.add_argument("--job", required=True, help="the public job description (JSON)")
+    def job_args(p, exchange_help: str, state_help: str) -> None:
+        p.add_argument("--job", required=True, help="the public job description (JSON)")
+        p.add_argument("--exchange", required=True, help=exchange_help)
+        p.add_argument("--state", required=True, help=state_help)
+        p.add_argument("-q", "--quiet", action="store_true")
+        p.add_argument("--debug", action="store_true")
+
+    job_args(party, "the folder shared with the curator", "this party's private folder (its key, its spent budget)")
     party.add_argument("--name", required=True, help="this party's name in the job")
     party.add_argument("--data", required=True,
                        help="this party's records: CSV with a header (its columns as integer codes) or .npy")
-    party.add_argument("--exchange", required=True, help="the folder shared with the curator")
-    party.add_argument("--state", required=True, help="this party's private folder (its key, its spent budget)")
     party.add_argument("--watch", type=checked(float, lambda v: v > 0, "a number > 0"), default=None,
                        metavar="SECONDS", help="keep answering until the curator is done, or SECONDS pass idle")
     party.add_argument("--noise", choices=["private", "curator"], default="private",
                        help="'curator': use the curator's seed for this party's noise (tests only: the curator can "
                             "then remove it)")
-    party.add_argument("-q", "--quiet", action="store_true")
-    party.add_argument("--debug", action="store_true")
     curator = sub.add_parser(
         "curator", help="the curator: fit a federated job from the parties' reply files and sample",
         description="Run the job's fit (HybridSynthesizer, RandDPGen) against the parties through the exchange "
                     "folder: write the requests of each round, read the replies. Replays from the replies already "
                     "there, so it can be stopped and started again. Exit status 3: waiting for parties.")
-    curator.add_argument("--job", required=True, help="the public job description (JSON)")
-    curator.add_argument("--exchange", required=True, help="the folder shared with the parties")
-    curator.add_argument("--state", required=True, help="the curator's private folder (its seed and keys)")
+    job_args(curator, "the folder shared with the parties", "the curator's private folder (its seed and keys)")
     wait = curator.add_mutually_exclusive_group()
     wait.add_argument("--wait", type=checked(float, lambda v: v > 0, "a number > 0"), default=3600.0,
                       metavar="SECONDS", help="how long to wait for replies (default 3600)")
@@ -462,8 +463,6 @@ def _federated_parsers(sub, checked) -> None:
                          help="number of synthetic records (default: the DP estimate of the record count)")
     curator.add_argument("--seed", type=int, default=None,
                          help="seed the curator's own choices (reproducible runs only; kept in --state)")
-    curator.add_argument("-q", "--quiet", action="store_true")
-    curator.add_argument("--debug", action="store_true")
 
 
 def _read_federated_job(path):
@@ -614,14 +613,7 @@ def main(argv=None) -> int:
     _federated_parsers(sub, checked)
     args = ap.parse_args(argv)
     if args.command in ("party", "curator"):
-        debug = args.debug or os.environ.get("SKDPSYNTH_DEBUG", "").strip() not in ("", "0")
-        try:
-            return _party(args) if args.command == "party" else _curator(args)
-        except _UserError as exc:
-            if debug and exc.__cause__ is not None:
-                raise exc.__cause__ from None
-            print(f"{ap.prog}: error: {exc}", file=sys.stderr)
-            return 2
+        return _run_command(ap, args, _party if args.command == "party" else _curator)
     # Options of one method given with another would be silently ignored: refuse them instead.
     if args.parties is not None and args.method not in ("hybrid", "vertical"):
         ap.error(f"--parties applies to --method hybrid or vertical only, not {args.method!r}")
@@ -633,9 +625,14 @@ def main(argv=None) -> int:
         ap.error(f"--view-size applies to --method view / view+ only, not {args.method!r}")
     if args.view_size is None:
         args.view_size = 5
+    return _run_command(ap, args, _synthesize if args.command == "synthesize" else _demo)
+
+
+def _run_command(ap, args, command) -> int:
+    """Run a subcommand; an input mistake is one line on stderr and exit status 2 (with --debug: the traceback)."""
     debug = args.debug or os.environ.get("SKDPSYNTH_DEBUG", "").strip() not in ("", "0")
     try:
-        return _synthesize(args) if args.command == "synthesize" else _demo(args)
+        return command(args)
     except _UserError as exc:
         if debug and exc.__cause__ is not None:
             raise exc.__cause__ from None  # the original exception, with its traceback

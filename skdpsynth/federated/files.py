@@ -260,13 +260,9 @@ class FileFederatedData(FederatedData):
                                         timeout=self.timeout)
         return self.last_backend
 
-    def federation(self, *, seed: int, secure_computation: str = "cryptographic", dealer_secret=None,
-                   backend=None):
-        from .parties import Federation
-
-        return Federation.connect(backend or self.make_backend(), self.partition, self.domain, seed=seed,
-                                  secure_computation=secure_computation, dealer_secret=self.state.dealer_secret,
-                                  session=self.state.session, curator_private_key=self.state.private_key)
+    def connect_options(self) -> dict:
+        return {"dealer_secret": self.state.dealer_secret, "session": self.state.session,
+                "curator_private_key": self.state.private_key}
 
 
 # --------------------------------------------------------------------------- a party's side

@@ -538,7 +538,8 @@ class Federation:
 
     def _product_open(self, shares, variances, rhos: dict, call: int, requests: dict, secure_product) -> tuple:
         """Secure product, step 1: the dealer's sealed triple seed to each of the two parties."""
-        from .runtime import DEALER_PURPOSE, seal
+        from .runtime import DEALER_PURPOSE
+        from .secure_aggregation import seal
 
         s1, s2 = shares
         n = self._specs[s1.party].n_rows

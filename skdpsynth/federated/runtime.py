@@ -67,7 +67,6 @@ __all__ = [
     "DaskBackend",
     "FederatedData",
     "load_party_codes",
-    "seal",
     "open_sealed",
 ]
 
@@ -82,20 +81,14 @@ RELAY_PURPOSE = b"skdpsynth/product-relay"
 
 
 # --------------------------------------------------------------------------- sealing
-def seal(key: bytes, plaintext: bytes, context: bytes) -> tuple[bytes, bytes]:
-    """:func:`~skdpsynth.federated.secure_aggregation.seal` (ChaCha20-Poly1305), imported lazily."""
-    from .secure_aggregation import seal as _seal
-
-    return _seal(key, plaintext, context)
-
-
 def open_sealed(key: bytes, nonce: bytes, ciphertext: bytes, context: bytes, *, sender: str | None = None) -> bytes:
-    """Open a sealed box; a wrong key, context or a tampered box raises :class:`MessageError` naming ``sender``.
+    """:func:`~skdpsynth.federated.secure_aggregation.open_sealed`, failing with a :class:`MessageError` naming ``sender``.
 
     Examples
     --------
     >>> import os
-    >>> from skdpsynth.federated.runtime import open_sealed, seal
+    >>> from skdpsynth.federated.runtime import open_sealed
+    >>> from skdpsynth.federated.secure_aggregation import seal
     >>> key = os.urandom(32)
     >>> nonce, box = seal(key, b"secret", b"a->b")
     >>> open_sealed(key, nonce, box, b"a->b")
@@ -356,6 +349,7 @@ class PartyServer:
         return to_bytes(message, sender=self.name)
 
     def _product_open(self, fields: dict, arrays: dict) -> bytes:
+        from . import secure_aggregation
         from .secure_product import TripleSeed
 
         call, peer = int(fields["call"]), fields["peer"]
@@ -370,7 +364,8 @@ class PartyServer:
         self.pending_product = {"call": call, "attrs": list(fields["attrs"]), "triple": {**t, "seed": seed.hex()}}
         relay_key = self.party._secure.pairwise_key(peer, _unhex(CURATOR, fields["peer_key"], "peer_key"),
                                                     purpose=RELAY_PURPOSE)
-        nonce, box = seal(relay_key, masked.tobytes(), f"relay|{call}|{self.name}->{peer}".encode())
+        context = f"relay|{call}|{self.name}->{peer}".encode()
+        nonce, box = secure_aggregation.seal(relay_key, masked.tobytes(), context)
         return pack("Sealed", sender=self.name,
                     fields={"recipient": peer, "nonce": _hex(nonce), "shape": list(masked.shape)},
                     arrays={"ciphertext": np.frombuffer(box, dtype=np.uint8)})
@@ -736,13 +731,17 @@ class FederatedData:
             return ProcessBackend(self.hosts)
         return DaskBackend(self.backend, self.hosts)
 
-    def federation(self, *, seed: int, secure_computation: str = "cryptographic", dealer_secret: bytes | None = None,
-                   backend: _Backend | None = None):
+    def connect_options(self) -> dict:
+        """Extra keyword arguments of :meth:`Federation.connect <skdpsynth.federated.Federation.connect>`
+        (a curator that replays a fit keeps its session, key and dealer secret)."""
+        return {}
+
+    def federation(self, *, seed: int, secure_computation: str = "cryptographic", backend: _Backend | None = None):
         """A connected :class:`~skdpsynth.federated.Federation` over a started backend (close it after use)."""
         from .parties import Federation
 
         return Federation.connect(backend or self.make_backend(), self.partition, self.domain, seed=seed,
-                                  secure_computation=secure_computation, dealer_secret=dealer_secret)
+                                  secure_computation=secure_computation, **self.connect_options())
 
 
 def warn_curator_noise(modes: Mapping[str, str], ledger=None) -> None:

@@ -325,7 +325,8 @@ class _Reader:
         self.used.add(key)
         return array
 
-    def header(self) -> dict:
+    def json_header(self):
+        """The ``header`` member parsed as strict JSON (no NaN or infinity literals, no duplicate keys)."""
         if "header" not in self.infos:
             self.fail("the archive has no JSON header member.")
         array = self.array("header", None, np.dtype(np.uint8), 1)
@@ -346,6 +347,10 @@ class _Reader:
             self.fail(f"the JSON header is malformed ({exc}).")
         if not isinstance(header, dict):
             self.fail("the JSON header is not an object.")
+        return header
+
+    def header(self) -> dict:
+        header = self.json_header()
         sender = header.get("sender")
         if not isinstance(sender, str) or not sender:
             self.fail(f"the header's sender must be a non-empty string, got {sender!r}.")
@@ -757,14 +762,8 @@ class _PacketReader(_Reader):
 
     def read_packet(self) -> Packet:
         self.open()
-        if "header" not in self.infos:
-            self.fail("the archive has no JSON header member.")
-        raw = self.array("header", None, np.dtype(np.uint8), 1)
-        try:
-            header = json.loads(raw.tobytes().decode("utf-8"), parse_constant=lambda name: float("nan"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            self.fail(f"the JSON header is malformed ({exc}).")
-        if not isinstance(header, dict) or set(header) != _PACKET_KEYS:
+        header = self.json_header()
+        if set(header) != _PACKET_KEYS:
             self.fail(f"the JSON header is malformed: expected the keys {sorted(_PACKET_KEYS)}.")
         sender = header["sender"]
         if not isinstance(sender, str) or not sender:
