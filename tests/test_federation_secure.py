@@ -154,19 +154,19 @@ def test_hybrid_synthesizer_cryptographic_fit_matches_the_simulated_one():
         with pytest.warns(ReproducibleNoiseWarning):
             fits[mode] = HybridSynthesizer(
                 1.0, domain=domain, partition={"n_slices": 2, "n_vertical": 2}, max_rounds=8, max_iters=200,
-                final_iters=200, secure_computation=mode, random_state=0).fit(X)
+                final_iters=3000, tol=1e-12, secure_computation=mode, random_state=0).fit(X)
     simulated, cryptographic = fits["simulated"], fits["cryptographic"]
     assert cryptographic.selected_ == simulated.selected_
     for a, b in zip(simulated.measurements_, cryptographic.measurements_):
         assert a.clique == b.clique and a.sigma == b.sigma
         # Fixed point: 24 fractional bits per noise share, a few shares per cell.
         np.testing.assert_allclose(b.values, a.values, rtol=0, atol=1e-6)
-    # The estimator is deterministic given its measurements, which agree to 1e-6; its 200 unconverged iterations
-    # carry that on as differences of ~0.01 records. Compare as probabilities, far below the noise (sigma is tens
-    # of records per cell here, i.e. > 1e-3 of the 4000 records).
+    # The estimator is deterministic given its measurements, which agree to 1e-6.  Unconverged, its stopping point
+    # can move with them (accelerated steps restart on small differences), so both are fitted to convergence:
+    # the optimum moves by about the measurements' difference over the record count.
     for clique in simulated.selected_:
         p_sim = simulated.model_.project(clique) / simulated.model_.total
         p_cry = cryptographic.model_.project(clique) / cryptographic.model_.total
-        np.testing.assert_allclose(p_cry, p_sim, rtol=0, atol=1e-5)
+        np.testing.assert_allclose(p_cry, p_sim, rtol=0, atol=1e-6)
     with pytest.raises(ValueError, match="secure_computation must be one of"):
         HybridSynthesizer(domain=domain, secure_computation="yes").fit(X)

@@ -204,12 +204,13 @@ def small_problem(seed=0, n=2000):
     ],
     ids=["tree", "cycle", "triples_with_repeats"],
 )
-def test_mirror_descent_matches_dense_solver(cliques):
+@pytest.mark.parametrize("method", ["accelerated", "armijo"])
+def test_mirror_descent_matches_dense_solver(cliques, method):
     dom, data, rng = small_problem()
     sigmas = rng.uniform(5, 20, size=len(cliques))
     ms = [m for c, s in zip(cliques, sigmas) for m in noisy_measurements(dom, data, [c], s, rng)]
     total = float(len(data))
-    model, info = mirror_descent(dom, ms, known_total=total, iters=3000)
+    model, info = mirror_descent(dom, ms, known_total=total, iters=3000, method=method)
     joint = dense_solver(dom, ms, total)
     for m in ms:
         est = model.project(m.clique) / total
@@ -414,3 +415,33 @@ def test_mirror_descent_target_loss_stops_at_the_noise_level():
     assert full.loss < info.loss                                          # without the target it goes on
     _, none = mirror_descent(dom, ms, iters=100, tol=0, target_loss=1e12)
     assert none.iterations == 0 and none.converged                        # already there: no iteration
+
+
+def test_accelerated_mirror_descent_gets_closer_to_the_optimum_in_the_same_iterations():
+    # Ill-conditioned like real fits: skewed chain data, many records, larger domains, sparse cells.
+    rng = np.random.default_rng(0)
+    dom = Domain(list("abcde"), [12, 16, 9, 20, 7])
+    n = 50000
+    cols = [rng.integers(0, 12, n)]
+    for k, size in enumerate(dom.shape[1:]):
+        cum = rng.dirichlet(np.full(size, 0.3), size=dom.shape[k]).cumsum(1)[cols[-1]]
+        cols.append((rng.random(n)[:, None] > cum).sum(1).clip(0, size - 1))
+    data = np.column_stack(cols)
+    cliques = [(a,) for a in dom.attrs] + [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")]
+    ms = noisy_measurements(dom, data, cliques, 10.0, rng)
+    _, optimum = mirror_descent(dom, ms, iters=20000, tol=0, method="armijo")
+    gaps = {method: mirror_descent(dom, ms, iters=400, tol=0, method=method)[1].loss - optimum.loss
+            for method in ("armijo", "accelerated")}
+    assert 0 <= gaps["accelerated"] < 0.3 * gaps["armijo"]      # measured: 0.15
+    with pytest.raises(ValueError, match="method"):
+        mirror_descent(dom, ms, iters=1, method="newton")
+
+
+def test_warm_start_lifts_cells_driven_towards_minus_infinity():
+    dom, data, rng = small_problem(seed=6)
+    ms = noisy_measurements(dom, data, [("a", "b")], 5.0, rng)
+    start = {("a", "b"): np.array([[0.0, -2.0, -1000.0], [-5.0, 1.0, 3.0]])}
+    model, _ = mirror_descent(dom, ms, potentials=start, iters=0)
+    theta = model.potentials[("a", "b")]
+    np.testing.assert_allclose(theta, [[0.0, -2.0, 3.0 - 30.0], [-5.0, 1.0, 3.0]])
+

@@ -7,7 +7,9 @@ estimation and inference for differential privacy" (ICML 2019): minimise
 
 over the marginal polytope by entropic mirror descent on the potentials of a
 Markov random field, with the clique marginals ``μ`` computed exactly by belief
-propagation.  Step sizes are chosen by Armijo backtracking.
+propagation.  Two methods: accelerated mirror descent (Tseng 2008, with
+backtracking and adaptive restart; the default) and plain mirror descent with
+Armijo backtracking.
 """
 from __future__ import annotations
 
@@ -281,6 +283,7 @@ def mirror_descent(
     step_growth: float = 1.05,
     callback: Callable[[int, float], None] | None = None,
     target_loss: float | None = None,
+    method: str = "accelerated",
 ) -> tuple[GraphicalModel, EstimationInfo]:
     """Fit a :class:`GraphicalModel` to noisy measurements (Private-PGM estimation).
 
@@ -321,6 +324,17 @@ def mirror_descent(
         (``Σ_i n_i``) it is Morozov's discrepancy principle: stop once the
         model fits the measurements to their noise level (standardized
         residuals of root-mean-square 1); iterating further fits the noise.
+    method : {"accelerated", "armijo"}, default="accelerated"
+        ``"armijo"``: entropic mirror descent with Armijo backtracking
+        (McKenna et al. 2019, Algorithm 1), monotone, linear convergence on
+        small well-conditioned problems.  ``"accelerated"``: Tseng's
+        accelerated mirror descent with backtracking and adaptive restart
+        (the accelerated family Private-PGM also offers), ``O(1/k²)``
+        instead of ``O(1/k)``: on real fits (many records, skewed data,
+        large domains) it reaches in 1 500 iterations a loss that plain
+        mirror descent does not reach in 10 000 (MST on Adult).  Its
+        iterations cost the same (one belief propagation each); the model
+        returned is the best one visited.
 
     Returns
     -------
@@ -338,117 +352,224 @@ def mirror_descent(
     >>> np.round(model.project(["a", "b"]), 1).tolist()
     [[20.0, 10.0], [30.0, 40.0]]
     """
+    if method not in ("accelerated", "armijo"):
+        raise ValueError(f"method must be 'armijo' or 'accelerated', got {method!r}.")
     start = time.perf_counter()
-    measurements = [_canonical_measurement(domain, m) for m in measurements]
-    for m in measurements:
-        expected = m.query.shape[1] if m.query is not None else m.n_answers
-        if expected != domain.size(m.clique):
-            raise ValueError(
-                f"Measurement of {m.clique} acts on {expected} cells but the clique has {domain.size(m.clique)}."
-            )
-    if known_total is None:
-        known_total = minimum_variance_total(measurements)
+    problem = _Problem(domain, measurements, known_total, potentials, cliques)
+    if method == "accelerated":
+        return _accelerated(problem, iters, step_size, tol, backtracking_steps, step_growth, callback,
+                            target_loss, start)
+    return _armijo(problem, iters, step_size, tol, backtracking_steps, step_growth, callback,
+                   target_loss, start)
+
+
+_WARM_START_FLOOR = 30.0
+
+
+class _Problem:
+    """The estimation problem on its junction tree: loss, gradient, and the potentials they move.
+
+    The junction-tree tables are linear in the model-clique potentials ``θ``,
+    so a trial step is one subtraction per table: ``tables − α · (assembled
+    gradient)``; ``θ`` itself is only updated when a step is accepted.
+    """
+
+    def __init__(self, domain, measurements, known_total, potentials, cliques):
+        measurements = [_canonical_measurement(domain, m) for m in measurements]
+        for m in measurements:
+            expected = m.query.shape[1] if m.query is not None else m.n_answers
+            if expected != domain.size(m.clique):
+                raise ValueError(
+                    f"Measurement of {m.clique} acts on {expected} cells but the clique has {domain.size(m.clique)}."
+                )
         if known_total is None:
-            raise ValueError("No measurement estimates the record count; pass known_total.")
-    total = max(float(known_total), 1.0)
+            known_total = minimum_variance_total(measurements)
+            if known_total is None:
+                raise ValueError("No measurement estimates the record count; pass known_total.")
+        self.domain = domain
+        self.total = total = max(float(known_total), 1.0)
+        self.n_answers = sum(m.n_answers for m in measurements)
 
-    if isinstance(potentials, GraphicalModel):
-        potentials = potentials.potentials
-    warm = {domain.canonical(c): np.asarray(v, float) for c, v in (potentials or {}).items()}
-    model_cliques = maximal_cliques(
-        [domain.canonical(c) for c in cliques] + [m.clique for m in measurements] + list(warm)
-    )
-    model_cliques = [domain.canonical(c) for c in model_cliques]
-    theta = {c: np.zeros(domain.shape_of(c)) for c in model_cliques}
-    for c, v in warm.items():
-        host = next(mc for mc in model_cliques if set(c) <= set(mc))
-        theta[host] += v.reshape(broadcast_shape(domain, host, c))
+        if isinstance(potentials, GraphicalModel):
+            potentials = potentials.potentials
+        warm = {domain.canonical(c): np.asarray(v, float) for c, v in (potentials or {}).items()}
+        model_cliques = maximal_cliques(
+            [domain.canonical(c) for c in cliques] + [m.clique for m in measurements] + list(warm)
+        )
+        model_cliques = [domain.canonical(c) for c in model_cliques]
+        self.theta = theta = {c: np.zeros(domain.shape_of(c)) for c in model_cliques}
+        for c, v in warm.items():
+            host = next(mc for mc in model_cliques if set(c) <= set(mc))
+            theta[host] += v.reshape(broadcast_shape(domain, host, c))
+        # A previous fit drives the potentials of cells measured at or below zero towards −∞ (their gradient
+        # never vanishes); from there new measurements that put mass in them take thousands of steps to be
+        # heard, and belief propagation loses precision.  Lift them to e^−30 of the clique's largest cell:
+        # still no mass to speak of, and only the starting point moves, not the optimum.
+        for c, v in theta.items():
+            if v.size:
+                theta[c] = np.maximum(v, v.max() - _WARM_START_FLOOR)
 
-    jt = JunctionTree.from_cliques(domain, model_cliques)
-    # Each measured clique is read from one junction-tree clique, and its gradient
-    # goes to one model clique (which lives in one junction-tree clique).
-    measured = list(dict.fromkeys(m.clique for m in measurements))
-    owner = {c: next(mc for mc in model_cliques if set(c) <= set(mc)) for c in measured}
-    # Each measured clique's marginal is summed out of the smallest table already
-    # at hand: its junction-tree clique, or a larger measured clique read before it.
-    reads = {}
-    for c in sorted(measured, key=lambda c: -domain.size(c)):
-        h = jt.clique_containing(c)
-        source, src_attrs = ("table", h), jt.cliques[h]
-        for done in reads:
-            if set(c) < set(done) and domain.size(done) < domain.size(src_attrs):
-                source, src_attrs = ("measured", done), done
-        reads[c] = (source, tuple(i for i, a in enumerate(src_attrs) if a not in c))
-    groups: dict[tuple, list[Measurement]] = {c: [] for c in measured}
-    for m in measurements:
-        groups[m.clique].append(m)
-
-    # Where each measured clique's gradient lands: its owner's potential, and the
-    # junction-tree table hosting that owner (shapes precomputed: hot loop below).
-    lands = {}
-    for c in measured:
-        o = owner[c]
-        h = jt.clique_containing(o)
-        lands[c] = (o, broadcast_shape(domain, o, c), h, broadcast_shape(domain, jt.cliques[h], c))
-    table_shapes = [domain.shape_of(c) for c in jt.cliques]
-
-    def loss_and_grad(marginals):
-        loss, grads, mus = 0.0, {}, {}
-        tables = {}
-        for c, ((kind, src), axes) in reads.items():  # largest first
-            base = marginals[src] if kind == "table" else tables[src]
-            tables[c] = reduce_axes(base, axes)
+        self.jt = jt = JunctionTree.from_cliques(domain, model_cliques)
+        # Each measured clique is read from one junction-tree clique, and its gradient
+        # goes to one model clique (which lives in one junction-tree clique).
+        self.measured = measured = list(dict.fromkeys(m.clique for m in measurements))
+        owner = {c: next(mc for mc in model_cliques if set(c) <= set(mc)) for c in measured}
+        self.host = {c: jt.clique_containing(c) for c in measured}
+        self.reads = _read_plan(domain, jt, self.host)
+        self.groups = {c: [] for c in measured}
+        for m in measurements:
+            self.groups[m.clique].append(m)
+        # Where each measured clique's gradient lands: its owner's potential, and the
+        # junction-tree table hosting that owner (shapes precomputed: hot loop).
+        self.lands = {}
         for c in measured:
-            mu = tables[c].ravel()
-            g = None
-            for m in groups[c]:
+            o = owner[c]
+            h = jt.clique_containing(o)
+            self.lands[c] = (o, broadcast_shape(domain, o, c), h, broadcast_shape(domain, jt.cliques[h], c))
+        self.table_shapes = [domain.shape_of(c) for c in jt.cliques]
+        # Curvature of the loss relative to the entropy of the normalised model:
+        # L(μ') − L(μ) − ⟨∇L(μ), μ' − μ⟩ ≤ ½ · lipschitz · N · ‖p' − p‖₁².
+        self.lipschitz = 2.0 * total * sum(m.column_norm_sq() / m.sigma**2 for m in measurements)
+
+    def calibrate(self, tables):
+        """Belief propagation: (junction-tree marginals, log-partition)."""
+        return belief_propagation(self.jt, tables, self.total)
+
+    def measured_marginals(self, marginals) -> dict:
+        """Each measured clique's marginal (flattened), summed out of the junction-tree marginals."""
+        partial = {}
+        for key, source, axes in self.reads:
+            base = marginals[source] if isinstance(source, int) else partial[source]
+            partial[key] = reduce_axes(base, axes)
+        return {c: partial[(self.host[c], c)].ravel() for c in self.measured}
+
+    def loss_and_grad(self, mus) -> tuple[float, dict]:
+        """``Σ_i ‖Q_i μ_i − y_i‖² / σ_i²`` and its gradient, per measured clique."""
+        loss, grads = 0.0, {}
+        for c in self.measured:
+            mu, g = mus[c], None
+            for m in self.groups[c]:
                 r = m.apply(mu) - m.values
                 loss += float(r @ r) / m.sigma**2
                 gm = (2.0 / m.sigma**2) * (r if m.query is None else m.adjoint(r))
                 g = gm if g is None else g + gm
-            grads[c], mus[c] = g, mu
-        return loss, grads, mus
+            grads[c] = g
+        return loss, grads
 
-    def gradient_tables(grads):
-        """The loss gradient assembled into junction-tree tables (a trial step subtracts α times it)."""
-        out = [None] * len(jt.cliques)
-        for c in measured:
-            _, _, h, shape = lands[c]
+    def gradient_tables(self, grads) -> list:
+        """The loss gradient assembled into junction-tree tables (``None`` where no measured clique lands)."""
+        out = [None] * len(self.jt.cliques)
+        for c in self.measured:
+            _, _, h, shape = self.lands[c]
             g = grads[c].reshape(shape)
             out[h] = g if out[h] is None else out[h] + g
-        return [np.zeros(s) if g is None else np.broadcast_to(g, s) for g, s in zip(out, table_shapes)]
+        return out
 
-    lipschitz = 2.0 * total * sum(m.column_norm_sq() / m.sigma**2 for m in measurements)
-    safe_step = 2.0 / lipschitz if lipschitz > 0 else 1.0
-    # A warm-start step never starts below the safe step: a previous fit that ended at its optimum may have
-    # halved its step to nothing, and the early stop would then end this fit before it moves.
-    alpha = safe_step if step_size is None else max(float(step_size), safe_step)
+    @staticmethod
+    def step_tables(tables, grad_tables, step: float) -> list:
+        """``tables − step · gradient``, the untouched tables shared, not copied."""
+        return [t if g is None else t - step * g for t, g in zip(tables, grad_tables)]
 
-    # The junction-tree tables are linear in the potentials, so a trial step is
-    # one subtraction per junction-tree clique: tables − α · (assembled gradient).
-    tables = assemble_potentials(jt, theta)
-    marginals, log_z = belief_propagation(jt, tables, total)
-    loss, grads, mus = loss_and_grad(marginals)
+    def move_potentials(self, grads, alpha: float) -> None:
+        """``θ ← θ − α ∇L``: the step a trial of the tables took, made on the model's potentials."""
+        for c in self.measured:
+            o, shape, _, _ = self.lands[c]
+            self.theta[o] = self.theta[o] - alpha * grads[c].reshape(shape)
+
+    def model(self, marginals, log_z) -> GraphicalModel:
+        model = GraphicalModel(self.domain, self.theta, self.total)
+        model.set_calibration(self.jt, marginals, log_z)
+        return model
+
+
+
+
+def _read_plan(domain: Domain, jt: JunctionTree, host: dict) -> list:
+    """How to sum every measured clique out of the junction-tree marginals with few passes over large tables.
+
+    Returns steps ``(key, source, axes)``: sum ``source`` (a table index, or
+    the key of an earlier step) over ``axes`` into ``key = (table, attributes)``.
+    The cliques a table hosts are read through shared partial sums: first the
+    union of what is needed, then, recursively, the attribute that fewest
+    targets need is summed out once for all the targets without it.
+    """
+    steps = []
+
+    def add(key, source, src_attrs):
+        steps.append((key, source, tuple(i for i, a in enumerate(src_attrs) if a not in key[1])))
+
+    def plan(h, source, src_attrs, targets):
+        union = domain.canonical(set().union(*targets))
+        if union != src_attrs:
+            add((h, union), source, src_attrs)
+            source, src_attrs = (h, union), union
+        if (h, src_attrs) not in {s[0] for s in steps} and src_attrs in targets:
+            add((h, src_attrs), source, src_attrs)              # no sum: the table itself (the root's case)
+        rest = [t for t in targets if t != src_attrs]
+        if len(rest) <= 1:
+            for t in rest:
+                add((h, t), source, src_attrs)
+            return
+        drop = min(src_attrs, key=lambda a: sum(a in t for t in rest))
+        without = [t for t in rest if drop not in t]
+        within = [t for t in rest if drop in t]
+        if without:
+            plan(h, source, src_attrs, without)
+        if within:
+            plan(h, source, src_attrs, within)
+
+    by_table: dict[int, list] = {}
+    for c, h in host.items():
+        by_table.setdefault(h, []).append(c)
+    for h, targets in by_table.items():
+        plan(h, h, jt.cliques[h], targets)
+    return steps
+
+
+def _start_step(problem: _Problem, step_size, scale: float) -> tuple[float, float]:
+    """(initial step, safe step ``scale / lipschitz``); a warm-start step never starts below the safe one.
+
+    A previous fit that ended at its optimum may have halved its step to
+    nothing, and the early stop would then end this fit before it moves.
+    """
+    safe = scale / problem.lipschitz if problem.lipschitz > 0 else 1.0
+    return (safe if step_size is None else max(float(step_size), safe)), safe
+
+
+def _converged(history, tol) -> bool:
+    """Relative decrease of the loss over the last 10 iterations at most ``tol``."""
+    return tol > 0 and len(history) > 10 and history[-11] - history[-1] <= tol * max(abs(history[-11]), 1e-12)
+
+
+def _armijo(problem, iters, step_size, tol, backtracking_steps, step_growth, callback, target_loss, start):
+    """Entropic mirror descent with Armijo backtracking (Algorithm 1 of McKenna et al. 2019)."""
+    alpha, safe_step = _start_step(problem, step_size, 2.0)
+    tables = assemble_potentials(problem.jt, problem.theta)
+    marginals, log_z = problem.calibrate(tables)
+    mus = problem.measured_marginals(marginals)
+    loss, grads = problem.loss_and_grad(mus)
     history = [loss]
-    calls, converged, it = 1, False, 0
+    calls, it = 1, 0
     reached = converged = target_loss is not None and loss <= target_loss
+
     def line_search(alpha):
         """Armijo backtracking from ``alpha``: (accepted step or None, BP calls, the trial's results)."""
         n_calls = 0
         for _ in range(backtracking_steps + 1):
-            new_tables = [t - alpha * g for t, g in zip(tables, grad_tables)]
-            new_marginals, new_log_z = belief_propagation(jt, new_tables, total)
+            new_tables = problem.step_tables(tables, grad_tables, alpha)
+            new_marginals, new_log_z = problem.calibrate(new_tables)
             n_calls += 1
-            new_loss, new_grads, new_mus = loss_and_grad(new_marginals)
+            new_mus = problem.measured_marginals(new_marginals)
+            new_loss, new_grads = problem.loss_and_grad(new_mus)
             # Armijo condition for mirror descent: L(μ') ≤ L(μ) + ½⟨∇L(μ), μ' − μ⟩.
-            predicted = sum(float(grads[c] @ (mus[c] - new_mus[c])) for c in measured)
+            predicted = sum(float(grads[c] @ (mus[c] - new_mus[c])) for c in problem.measured)
             if loss - new_loss >= 0.5 * predicted:
                 return alpha, n_calls, (new_tables, new_marginals, new_log_z, new_loss, new_grads, new_mus)
             alpha *= 0.5
         return None, n_calls, None
 
     for it in range(1, 0 if reached else iters + 1):
-        grad_tables = gradient_tables(grads)
+        grad_tables = problem.gradient_tables(grads)
         alpha *= step_growth
         accepted, n_calls, trial = line_search(alpha)
         calls += n_calls
@@ -460,23 +581,124 @@ def mirror_descent(
             break  # no acceptable step: at a (numerical) optimum
         alpha = accepted
         new_tables, new_marginals, new_log_z, new_loss, new_grads, new_mus = trial
-        for c in measured:
-            o, shape, _, _ = lands[c]
-            theta[o] = theta[o] - alpha * grads[c].reshape(shape)
+        problem.move_potentials(grads, alpha)
         tables, marginals, log_z = new_tables, new_marginals, new_log_z
         loss, grads, mus = new_loss, new_grads, new_mus
         history.append(loss)
         if callback is not None:
             callback(it, loss)
-        if tol > 0 and it >= 10 and history[-11] - loss <= tol * max(abs(history[-11]), 1e-12):
+        if _converged(history, tol):
             converged = True
             break
         if target_loss is not None and loss <= target_loss:
             converged = reached = True
             break
 
-    model = GraphicalModel(domain, theta, total)
-    model.set_calibration(jt, marginals, log_z)
     info = EstimationInfo(it, loss, alpha, calls, time.perf_counter() - start, converged, history,
-                          sum(m.n_answers for m in measurements))
-    return model, info
+                          problem.n_answers)
+    return problem.model(marginals, log_z), info
+
+
+def _accelerated(problem, iters, step_size, tol, backtracking_steps, step_growth, callback, target_loss, start):
+    """Accelerated entropic mirror descent with backtracking and adaptive restart.
+
+    Tseng's accelerated method with a Bregman distance (Tseng 2008;
+    Hanzely, Richtárik & Xiao 2021, triangle-scaling exponent 2) for the
+    normalised model ``p = μ / N`` and the entropy: three sequences,
+
+        y = (1 − θ) x + θ z,   u' = u − (α / θ) ∇L(y),   z' = BP(u'),   x' = (1 − θ) x + θ z',
+
+    where ``u`` are the potentials, ``z`` their (model) marginals and ``x``
+    a running average of them (a point of the marginal polytope, not
+    itself a model).  The step ``α`` is backtracked until
+
+        L(x') ≤ L(y) + ⟨∇L(y), x' − y⟩ + θ² (N / α) · ½ max_c ‖z'_c − z_c‖₁² / N²,
+
+    with ``c`` over the measured cliques: stricter than the method's test
+    with ``KL(z' ‖ z)`` (Pinsker, and marginalising only shrinks the
+    distance), computed from the measured marginals alone, and guaranteed by
+    the loss's smoothness for ``α ≤ 1 / lipschitz``.  ``θ`` follows
+    ``θ'² / α' = (1 − θ') θ² / α``.  When ``L(x)`` rises the momentum is
+    restarted (O'Donoghue & Candès 2015) from the best model so far, with
+    half the step: θ = 1, an ordinary mirror-descent step.
+
+    The model returned is the best ``z`` visited (the only sequence with
+    potentials); the history records its loss.  ``tol`` stops the loop when
+    both that loss and the running minimum of ``L(x)`` have stalled.
+    """
+    alpha, safe_step = _start_step(problem, step_size, 1.0)
+    N = problem.total
+    tables = assemble_potentials(problem.jt, problem.theta)
+    marginals, log_z = problem.calibrate(tables)
+    z = problem.measured_marginals(marginals)
+    loss_z, _ = problem.loss_and_grad(z)
+    x, loss_x = z, loss_z
+    best = (loss_z, dict(problem.theta), tables, marginals, log_z, z)
+    history = [loss_z]
+    progress = [loss_x]     # running minimum of L(x): the sequence whose convergence the method guarantees
+    calls, it = 1, 0
+    theta_prev = None       # None: no momentum (the next step is plain mirror descent from z)
+    alpha_prev = alpha
+    reached = converged = target_loss is not None and loss_z <= target_loss
+    for it in range(1, 0 if reached else iters + 1):
+        trial_alpha = alpha * step_growth
+        accepted = None
+        for _ in range(backtracking_steps + 1):
+            if theta_prev is None:
+                theta = 1.0
+            else:
+                r = alpha_prev / (trial_alpha * theta_prev**2)
+                theta = 2.0 / (1.0 + np.sqrt(1.0 + 4.0 * r))
+            y = {c: (1 - theta) * x[c] + theta * z[c] for c in problem.measured}
+            loss_y, grads = problem.loss_and_grad(y)
+            step = trial_alpha / theta
+            new_tables = problem.step_tables(tables, problem.gradient_tables(grads), step)
+            new_marginals, new_log_z = problem.calibrate(new_tables)
+            calls += 1
+            new_z = problem.measured_marginals(new_marginals)
+            new_x = {c: (1 - theta) * x[c] + theta * new_z[c] for c in problem.measured}
+            new_loss_x, _ = problem.loss_and_grad(new_x)
+            linear = sum(float(grads[c] @ (new_x[c] - y[c])) for c in problem.measured)
+            # ½‖z' − z‖₁² of the normalised models is at least that of any measured clique's marginal, and
+            # at most KL(z' ‖ z) (Pinsker): so the test is stricter than the KL one, and as safe.
+            kl = 0.5 * max(float(np.abs(new_z[c] - z[c]).sum()) for c in problem.measured) ** 2 / N**2
+            if new_loss_x <= loss_y + linear + theta**2 * (N / trial_alpha) * kl + 1e-12 * abs(loss_y):
+                accepted = trial_alpha
+                break
+            trial_alpha *= 0.5
+        if accepted is None:
+            break  # no acceptable step: at a (numerical) optimum
+        problem.move_potentials(grads, step)
+        tables, marginals, log_z, z = new_tables, new_marginals, new_log_z, new_z
+        loss_z, _ = problem.loss_and_grad(z)
+        alpha_prev, alpha = accepted, accepted
+        if loss_z < best[0]:
+            best = (loss_z, dict(problem.theta), tables, marginals, log_z, z)
+        if new_loss_x > loss_x:
+            if theta_prev is None and alpha_prev <= safe_step * step_growth:
+                break  # a plain mirror-descent step at the safe step no longer descends: a (numerical) optimum
+            # Restart from the best model so far, with no momentum and half the step: the averaged
+            # sequence rose, so the steps outgrew what the loss's curvature allows here.
+            loss_z, potentials, tables, marginals, log_z, z = best
+            problem.theta = dict(potentials)
+            x, loss_x = z, loss_z
+            theta_prev, alpha = None, max(alpha / 2, safe_step)
+        else:
+            theta_prev = theta
+            x, loss_x = new_x, new_loss_x
+        history.append(best[0])
+        progress.append(min(progress[-1], loss_x))
+        if callback is not None:
+            callback(it, loss_z)
+        if _converged(history, tol) and _converged(progress, tol):
+            converged = True
+            break
+        if target_loss is not None and best[0] <= target_loss:
+            converged = reached = True
+            break
+
+    loss_z, potentials, tables, marginals, log_z, z = best
+    problem.theta = dict(potentials)
+    info = EstimationInfo(it, loss_z, alpha, calls, time.perf_counter() - start, converged, history,
+                          problem.n_answers)
+    return problem.model(marginals, log_z), info

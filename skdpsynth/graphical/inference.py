@@ -75,18 +75,24 @@ def belief_propagation(
     msg_up = [None] * n  # log-message clique i -> parent, shaped to broadcast in the parent
     up_exp = [None] * n  # exp(up[i] - up_shift[i]), reused by the downward pass
     up_shift = [0.0] * n
-    # Upward pass: leaves first (reverse breadth-first order).
+    owned = [False] * n  # up[i] is an array made here (the inputs are never written to)
+    # Upward pass: leaves first (reverse breadth-first order).  In-place arithmetic where the
+    # array is ours: fresh multi-megabyte temporaries cost page faults as much as the arithmetic.
     for i in range(n - 1, 0, -1):
         own_axes, _, _, in_parent = plan[i]
         belief = up[i]
         shift = float(belief.max())
-        probs = np.exp(belief - shift)
+        probs = np.subtract(belief, shift)
+        np.exp(probs, out=probs)
         up_exp[i], up_shift[i] = probs, shift
         msg = np.log(np.maximum(reduce_axes(probs, own_axes), _TINY))
         msg += shift
         msg_up[i] = msg.reshape(in_parent)
         p = jt.parent[i]
-        up[p] = up[p] + msg_up[i]
+        if owned[p]:
+            up[p] += msg_up[i]
+        else:
+            up[p], owned[p] = up[p] + msg_up[i], True
     # Downward pass: root first.  A clique's full belief is up[i] + the message from its
     # parent; its exponential is the upward one times the (small) message's exponential,
     # which saves exponentiating the whole table a second time.
@@ -96,7 +102,9 @@ def belief_propagation(
     for i in range(n):
         if i == 0:
             shift = float(up[0].max())
-            probs = np.exp(up[0] - shift)
+            probs = up[0] if owned[0] else np.array(up[0])
+            probs -= shift
+            np.exp(probs, out=probs)
         else:
             m = msg_down[i]
             m_max = float(m.max())
