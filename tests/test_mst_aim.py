@@ -156,3 +156,29 @@ def test_mst_early_stopping_at_the_discrepancy_principle():
     assert full.tree_ == stopped.tree_ and full.estimation_.iterations == info.iterations + 200
     with pytest.raises(ValueError, match="early_stopping must be"):
         MSTSynthesizer(1.0, domain=domain, early_stopping="patience").fit(X)
+
+
+def test_aim_round_stopping_fits_each_round_to_the_noise_level(monkeypatch):
+    import skdpsynth.synthesizers.aim as aim_module
+
+    X, dom = chain_data(n=20000)
+    real = aim_module.mirror_descent
+    rounds = {}
+    for rule in ("noise", None):
+        seen = []
+
+        def spy(*args, **kwargs):
+            model, info = real(*args, **kwargs)
+            if kwargs.get("potentials") is not None:
+                seen.append((kwargs.get("target_loss"), info))
+            return model, info
+        monkeypatch.setattr(aim_module, "mirror_descent", spy)
+        AIMSynthesizer(epsilon=5.0, domain=dom, rounds=10, max_iters=500, round_stopping=rule,
+                       random_state=3).fit(X)
+        rounds[rule] = seen[:-1]                     # the last call is the final estimate
+    for target, info in rounds["noise"]:
+        assert info.iterations == 500 or info.loss <= target    # stopped at the target, or ran out of iterations
+    assert all(target is None for target, _ in rounds[None])
+    assert sum(i.iterations for _, i in rounds["noise"]) < sum(i.iterations for _, i in rounds[None])
+    with pytest.raises(ValueError, match="round_stopping must be"):
+        AIMSynthesizer(domain=dom, round_stopping="early").fit(X)

@@ -66,6 +66,12 @@ class AIMSynthesizer(BaseSynthesizer):
         Iterations of the final estimate.
     tol : float, default=1e-6
         Relative loss decrease over 10 iterations under which an estimate stops early.
+    round_stopping : {"noise", None}, default="noise"
+        When a round's estimate stops (the final one is not affected).
+        ``"noise"``: as soon as its loss ``Σ ‖Q μ − y‖² / σ²`` is at most the
+        previous round's plus the number of new answers, i.e. the model fits
+        the earlier measurements as well as before and the new one to its
+        noise level; ``None``: after ``max_iters`` iterations or ``tol``.
     sampling : {"round", "sample"}, default="round"
     random_state : None, int or numpy.random.Generator
     verbose : int, default=0
@@ -107,6 +113,7 @@ class AIMSynthesizer(BaseSynthesizer):
         max_iters: int = 1000,
         final_iters: int = 2500,
         tol: float = 1e-6,
+        round_stopping: str | None = "noise",
         sampling: str = "round",
         random_state=None,
         verbose: int = 0,
@@ -121,6 +128,7 @@ class AIMSynthesizer(BaseSynthesizer):
         self.max_iters = max_iters
         self.final_iters = final_iters
         self.tol = tol
+        self.round_stopping = round_stopping
         self.sampling = sampling
         self.random_state = random_state
         self.verbose = verbose
@@ -129,6 +137,8 @@ class AIMSynthesizer(BaseSynthesizer):
         super()._check_params()
         if self.rounds is not None and not (isinstance(self.rounds, (int, np.integer)) and self.rounds >= 1):
             raise ValueError(f"rounds must be a positive integer or None, got {self.rounds!r}.")
+        if self.round_stopping not in ("noise", None):
+            raise ValueError(f"round_stopping must be 'noise' or None, got {self.round_stopping!r}.")
         if not self.max_model_size > 0:
             raise ValueError(f"max_model_size must be > 0, got {self.max_model_size!r}.")
 
@@ -181,11 +191,17 @@ class AIMSynthesizer(BaseSynthesizer):
                 exponential_mechanism(scores, epsilon=epsilon, sensitivity=sensitivity, random_state=rng,
                                       ledger=ledger, description="select a marginal")
             ]
-            measurements += measure_marginals(codes, domain, [chosen], sigma, rng, ledger)
+            new = measure_marginals(codes, domain, [chosen], sigma, rng, ledger)
+            measurements += new
             before = model.project(chosen).ravel()
-            # Warm start: the previous potentials, and the step size the last estimate ended with.
+            # Warm start: the previous potentials, and the step size the last estimate ended with.  Stop once
+            # the model fits everything as well as the last one did, plus the new answers to their noise level
+            # (one χ² unit each): past that point the round only refines what later rounds and the final
+            # estimate refine anyway.  (Also holding the stop until the new clique alone fits to its noise
+            # level was measured worse on Adult at ε = 1: TVD2 0.0473 against 0.0428 on seed 1.)
+            target = info.loss + new[0].n_answers if self.round_stopping == "noise" else None
             model, info = mirror_descent(domain, measurements, potentials=model, iters=self.max_iters,
-                                         tol=self.tol, step_size=info.step_size)
+                                         tol=self.tol, step_size=info.step_size, target_loss=target)
             after = model.project(chosen).ravel()
             self.selected_.append(chosen)
             self._log(
