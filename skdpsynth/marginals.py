@@ -316,6 +316,11 @@ def _count(codes, sizes: Sequence[int], cliques: Sequence[Sequence[int]], weight
     return tables
 
 
+def _is_lazy(codes) -> bool:
+    """Out-of-core codes (:class:`skdpsynth.outofcore.DaskCodes`), recognised without importing dask."""
+    return bool(getattr(codes, "__skdpsynth_lazy_codes__", False))
+
+
 def marginal(codes: np.ndarray, domain: Domain, clique: Iterable[str], weights: np.ndarray | None = None) -> np.ndarray:
     """Contingency table of ``clique`` (axes in domain order) from validated codes.
 
@@ -324,6 +329,8 @@ def marginal(codes: np.ndarray, domain: Domain, clique: Iterable[str], weights: 
     codes : ndarray of shape (n, len(domain))
         Output of :func:`as_codes`, or any integer array of valid codes in
         domain order; compact dtypes (uint8, uint16) are counted fastest.
+        Out-of-core codes (:class:`skdpsynth.outofcore.DaskCodes`) are counted
+        partition by partition.
     domain : Domain
     clique : iterable of str
         Attributes of the marginal; an empty clique gives the record count as a 0-d array.
@@ -349,6 +356,8 @@ def marginal(codes: np.ndarray, domain: Domain, clique: Iterable[str], weights: 
     [[0.0, 0.0, 1.0], [1.0, 0.0, 1.0]]
     """
     clique = domain.canonical(clique)
+    if _is_lazy(codes):
+        return codes.marginals(domain, [clique], weights)[clique]
     if not clique:
         total = codes.shape[0] if weights is None else float(np.sum(weights))
         return np.asarray(float(total))
@@ -367,10 +376,16 @@ def marginals(
     The cliques that must be counted are counted together in one pass over
     chunks of rows, each chunk's columns read while they are in cache.
 
+    ``codes`` may also be out-of-core codes (:class:`skdpsynth.outofcore.DaskCodes`,
+    what ``fit`` makes of a dask DataFrame): all the cliques are then counted
+    in one pass over its partitions and summed, with the same result.
+
     Returns
     -------
     dict mapping each canonical clique to its table
     """
+    if _is_lazy(codes):
+        return codes.marginals(domain, cliques, weights)
     wanted = {domain.canonical(c) for c in cliques}
     n = codes.shape[0]
     # Plan first (sources depend on table sizes only). Largest first, so that

@@ -38,6 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..domain import Domain
 from ..marginals import as_codes
+from ..outofcore import is_out_of_core
 from ..privacy import PrivacyLedger, cdp_rho, warn_privacy_leak
 from ..privacy.metadata import is_public
 from ..privacy.randomness import child_random_states, noise_generator, warn_reproducible_noise
@@ -56,11 +57,18 @@ class _Column:
     categories: pd.Index | None
     dtype: object
 
-    def encode(self, values: pd.Series) -> np.ndarray:
+    def encode(self, values: pd.Series, quote: bool = True) -> np.ndarray:
+        """Codes of ``values``; ``quote=False`` keeps offending values out of the error message."""
         if self.kind == "codes":
             return values.to_numpy()
         codes = self.categories.get_indexer(values)
         if (codes < 0).any():
+            if not quote:
+                raise ValueError(
+                    f"Column {self.name!r} has values (or missing values) outside its public domain of "
+                    f"{self.size} categories; map them to a category first (e.g. an explicit 'other' or "
+                    "'missing' category)."
+                )
             bad = pd.unique(values[(codes < 0) & values.notna().to_numpy()])[:5]
             what = f"values {list(bad)} not in" if len(bad) else "missing values, not among"
             raise ValueError(
@@ -231,7 +239,12 @@ class BaseSynthesizer(BaseEstimator):
 
         Parameters
         ----------
-        X : pandas.DataFrame or 2-D array of integer codes
+        X : pandas.DataFrame, 2-D array of integer codes, dask.dataframe.DataFrame or str
+            A dask DataFrame, or the path (or glob) of Parquet files read with
+            ``dask.dataframe.read_parquet`` (the columns of ``domain=``), is
+            counted out of core, partition by partition on the active dask
+            scheduler; ``domain=`` must then give every column (see
+            :mod:`skdpsynth.outofcore`).
         y : array-like of shape (n_records,), optional
             A column to synthesize with ``X`` (e.g. a classification target),
             appended as the last column (named after ``y.name``, else ``"target"``).
@@ -244,8 +257,14 @@ class BaseSynthesizer(BaseEstimator):
         """
         start = time.perf_counter()
         remote = bool(getattr(X, "__skdpsynth_remote__", False))
+        lazy = not remote and is_out_of_core(X)
         if remote:  # records that stay with their parties (skdpsynth.federated.runtime.FederatedData)
             self._check_remote(X, y)
+            frame = None
+        elif lazy:  # a dask DataFrame or Parquet files: counted partition by partition (skdpsynth.outofcore)
+            if y is not None:
+                raise ValueError("With out-of-core data (a dask DataFrame or Parquet files) the target is one of "
+                                 "the columns; do not pass y.")
             frame = None
         else:
             frame = self._as_frame(X, y)
@@ -258,6 +277,11 @@ class BaseSynthesizer(BaseEstimator):
             domain = X.domain  # public: the job's schema; the parties hold codes of it
             columns = [_Column(a, domain[a], "codes", None, np.dtype(np.int64)) for a in domain.attrs]
             codes, coded = X, None
+        elif lazy:
+            from ..outofcore import as_dask_codes
+
+            codes, coded = as_dask_codes(X, getattr(self, "domain", None), ledger), None
+            columns, domain = list(codes.columns), codes.domain
         else:
             columns = _resolve_columns(frame, getattr(self, "domain", None), ledger,
                                        from_array=not isinstance(X, pd.DataFrame))

@@ -77,6 +77,8 @@ class DomainCompression:
         return Measurement(m.clique, y, m.sigma, sp.diags(q).tocsr())
 
     def transform(self, codes: np.ndarray) -> np.ndarray:
+        if getattr(codes, "__skdpsynth_lazy_codes__", False):  # out-of-core codes: the same map per partition
+            return codes.map_codes(self.transform)
         out = np.empty_like(codes)
         for j, a in enumerate(self.original):
             out[:, j] = self._forward[a][codes[:, j]]

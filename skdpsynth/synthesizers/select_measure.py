@@ -18,7 +18,7 @@ import numpy as np
 
 from ..domain import Domain
 from ..graphical import GraphicalModel, JunctionTree, Measurement
-from ..marginals import downward_closure, marginal, workload as make_workload
+from ..marginals import downward_closure, marginal, marginals, workload as make_workload
 from ..privacy import PrivacyLedger, gaussian_mechanism
 
 __all__ = [
@@ -53,6 +53,8 @@ def measure_marginals(
     w = np.ones(len(cliques)) if weights is None else np.asarray(weights, dtype=float)
     if weights is not None:
         w = w / np.linalg.norm(w)
+    if getattr(codes, "__skdpsynth_lazy_codes__", False):
+        marginals(codes, domain, cliques)  # out-of-core codes: every clique in one pass over the data (kept)
     out = []
     for clique, wi in zip(cliques, w):
         s = sigma / wi
