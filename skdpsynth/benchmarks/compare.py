@@ -25,6 +25,17 @@ virtual environment where ``pip install mbi`` was done) and
 folder), the reference MST/AIM run as subprocesses through
 ``reference_runner.py`` in this folder, on the same data, and are scored by the
 same code.  The reference is a comparator only, never a dependency.
+
+Memory: ``peak MB`` (beside ``fit_seconds``; the largest over the seeds in the
+table, per row in the JSON as ``peak_rss_mb``) is the peak resident memory of
+the process that ran the fit, during the timed fit + generation (Linux:
+``VmHWM``, reset through ``/proc/self/clear_refs`` just before and read just
+after).  It includes what that process already held: for skdpsynth this
+process (interpreter, libraries, the data, earlier results), for the reference
+its own runner process (interpreter, JAX, the data), which reports it in its
+JSON line the same way.  Where the reset is unavailable the figure is the
+process's ``ru_maxrss`` so far (a high-water mark since it started) and
+``peak_rss_of_fit`` is false; the table marks it ``*``.
 """
 from __future__ import annotations
 
@@ -45,6 +56,7 @@ import pandas as pd
 from ..domain import Domain
 from ..metrics import marginal_tvd, tstr_score
 from ..privacy import ReproducibleNoiseWarning
+from .engine import PeakRSS
 
 ADULT_TRAIN_ROWS = 32561
 
@@ -90,7 +102,7 @@ def _score(real: pd.DataFrame, synth: pd.DataFrame, domain: Domain, target, test
     return out
 
 
-def _run_reference(method, epsilon, delta, seed, csv, dom_json, args) -> tuple[pd.DataFrame, float]:
+def _run_reference(method, epsilon, delta, seed, csv, dom_json, args) -> tuple[pd.DataFrame, float, float | None, bool]:
     runner = Path(__file__).with_name("reference_runner.py")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "synthetic.csv"
@@ -105,7 +117,11 @@ def _run_reference(method, epsilon, delta, seed, csv, dom_json, args) -> tuple[p
         if proc.returncode != 0:
             raise RuntimeError(f"reference {method} failed:\n{proc.stderr[-2000:]}")
         info = json.loads(proc.stdout.strip().splitlines()[-1])
-        return pd.read_csv(out), float(info["fit_seconds"])
+        # The runner reports its own peak (see reference_runner.py); getrusage(RUSAGE_CHILDREN) would not
+        # do: on Linux a child's ru_maxrss starts at this process's peak when it is started (vfork + exec).
+        peak = info.get("peak_rss_mb")
+        return (pd.read_csv(out), float(info["fit_seconds"]), None if peak is None else float(peak),
+                bool(info.get("peak_rss_of_fit", False)))
 
 
 def main(argv=None) -> list[dict]:
@@ -146,13 +162,17 @@ def main(argv=None) -> list[dict]:
         for method, impl in peers:
             for seed in range(args.seeds):
                 if impl == "skdpsynth":
-                    start = time.perf_counter()
-                    synth = _make(method, epsilon, args.delta, seed, domain, args).fit(train).sample()
-                    seconds = time.perf_counter() - start
+                    with PeakRSS() as peak:
+                        start = time.perf_counter()
+                        synth = _make(method, epsilon, args.delta, seed, domain, args).fit(train).sample()
+                        seconds = time.perf_counter() - start
+                    peak_mb, of_fit = peak.mb, peak.exact
                 else:
-                    synth, seconds = _run_reference(method, epsilon, args.delta, seed, csv, dom_json, args)
+                    synth, seconds, peak_mb, of_fit = _run_reference(method, epsilon, args.delta, seed, csv,
+                                                                     dom_json, args)
                 row = {"dataset": args.dataset, "method": method, "implementation": impl, "epsilon": epsilon,
-                       "delta": args.delta, "seed": seed, "fit_seconds": seconds, "rows": len(synth)}
+                       "delta": args.delta, "seed": seed, "fit_seconds": seconds, "peak_rss_mb": peak_mb,
+                       "peak_rss_of_fit": of_fit, "rows": len(synth)}
                 row.update(_score(train, synth, domain, target, test))
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
@@ -161,7 +181,8 @@ def main(argv=None) -> list[dict]:
     print(f"\n{args.dataset}: {len(train):,} records, delta={args.delta}, seeds 0..{args.seeds - 1} (mean)")
     if baseline is not None:
         print(f"train-real-test-real accuracy (same classifier): {baseline:.4f}")
-    header = f"{'method':<6} {'impl':<10} {'eps':>5} " + " ".join(f"{m:>13}" for m in metrics)
+    header = (f"{'method':<6} {'impl':<10} {'eps':>5} {metrics[0]:>13} {'peak MB':>8} "
+              + " ".join(f"{m:>13}" for m in metrics[1:]))
     print(header)
     print("-" * len(header))
     summary = []
@@ -169,8 +190,16 @@ def main(argv=None) -> list[dict]:
         for method, impl in peers:
             sel = [r for r in rows if r["method"] == method and r["implementation"] == impl and r["epsilon"] == epsilon]
             means = {m: statistics.fmean(r[m] for r in sel) for m in metrics}
-            summary.append({"method": method, "implementation": impl, "epsilon": epsilon, **means})
-            print(f"{method:<6} {impl:<10} {epsilon:>5g} " + " ".join(f"{means[m]:>13.4f}" for m in metrics))
+            peaks = [r["peak_rss_mb"] for r in sel if r["peak_rss_mb"] is not None]
+            peak_mb = max(peaks) if peaks else None
+            exact = len(peaks) == len(sel) and all(r["peak_rss_of_fit"] for r in sel)
+            summary.append({"method": method, "implementation": impl, "epsilon": epsilon, **means,
+                            "peak_rss_mb": peak_mb})
+            peak_text = "-" if peak_mb is None else f"{peak_mb:.0f}" + ("" if exact else "*")
+            print(f"{method:<6} {impl:<10} {epsilon:>5g} {means[metrics[0]]:>13.4f} {peak_text:>8} "
+                  + " ".join(f"{means[m]:>13.4f}" for m in metrics[1:]))
+    print("means over the seeds; peak MB: largest over the seeds of the fitting process's peak resident memory "
+          "during fit + generation (what it already held included; * = its ru_maxrss so far instead)")
     out = args.out or Path(f"compare-{args.dataset}.json")
     out.write_text(json.dumps({"rows": rows, "summary": summary, "train_real_accuracy": baseline}, indent=2))
     print(f"\nwrote {out}")

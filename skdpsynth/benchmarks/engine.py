@@ -14,14 +14,27 @@ Reports, on the integer-coded Adult benchmark (48,842 x 14):
 
 Timings are medians over repeats on whatever machine runs it; compare runs
 made on the same machine only.
+
+Memory: beside every time, ``peak`` is the peak of the NumPy and Python
+allocations (``tracemalloc``) during one extra, untimed call of the same work
+(tracemalloc slows allocation-heavy code, so it never runs during a timed
+call): one pass of the counting, and, for mirror descent, a run of its first
+``min(--iters, 10)`` iterations (an iteration's working set repeats, so the
+peak is reached early).  It is what the call itself allocates; the data and
+the libraries already held by the process are not in it.
+
+This module also holds the memory helpers of the other benchmark scripts
+(:class:`PeakRSS`, :func:`tracemalloc_peak_mb`).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +53,57 @@ def _default_paths() -> tuple[Path, Path]:
     except ImportError:
         shared = Path(__file__).resolve().parents[3] / "shared" / "data" / "adult"
         return shared / "adult-discretized.csv", shared / "adult-discretized-domain.json"
+
+
+TRACE_ITERS = 10
+
+
+def tracemalloc_peak_mb(fn) -> float:
+    """Peak MB of the Python and NumPy allocations made during one call of ``fn`` (its result is dropped)."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def _vm_hwm_mb() -> float | None:
+    """``VmHWM`` of this process from /proc (None where unavailable)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+class PeakRSS:
+    """Peak resident memory of this process during a ``with`` block, in MB (``.mb``).
+
+    On Linux the resident high-water mark (``VmHWM``) is reset through
+    ``/proc/self/clear_refs`` on entry and read on exit: the peak during the
+    block, including what the process already held when it began.  Where that
+    is unavailable, ``.mb`` is ``getrusage(RUSAGE_SELF).ru_maxrss``, the
+    process's peak since it started, and ``.exact`` is False.
+    """
+
+    def __enter__(self) -> "PeakRSS":
+        try:
+            with open("/proc/self/clear_refs", "w") as handle:
+                handle.write("5")
+            self.exact = True
+        except OSError:
+            self.exact = False
+        self.mb = None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        hwm = _vm_hwm_mb() if self.exact else None
+        self.exact = hwm is not None
+        self.mb = hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB
 
 
 def _median_seconds(fn, repeats: int) -> float:
@@ -66,11 +130,14 @@ def bench_counting(codes: np.ndarray, dom: Domain, repeats: int) -> dict:
             "marginals": len(pairs),
             "cells": cells,
             "seconds": one_by_one,
+            "peak_mb": tracemalloc_peak_mb(lambda: [marginal(codes, dom, c) for c in pairs]),
             "cells_per_s": cells / one_by_one,
             "records_per_s": n * len(pairs) / one_by_one,
             "batched_seconds": batched,
+            "batched_peak_mb": tracemalloc_peak_mb(lambda: marginals(codes, dom, pairs)),
         },
-        "three_way": {"marginals": len(triples), "cells": cells3, "batched_seconds": batched3, "cells_per_s": cells3 / batched3},
+        "three_way": {"marginals": len(triples), "cells": cells3, "batched_seconds": batched3, "cells_per_s": cells3 / batched3,
+                      "batched_peak_mb": tracemalloc_peak_mb(lambda: marginals(codes, dom, triples))},
     }
 
 
@@ -81,6 +148,8 @@ def bench_estimation(codes: np.ndarray, dom: Domain, cliques: list[tuple[str, ..
     ms = [Measurement(c, marginal(codes, dom, c).ravel() + rng.normal(0, sigma, dom.size(c)), sigma) for c in measured]
     jt = JunctionTree.from_cliques(dom, measured)
     model, info = mirror_descent(dom, ms, iters=iters)
+    del model
+    peak = tracemalloc_peak_mb(lambda: mirror_descent(dom, ms, iters=min(iters, TRACE_ITERS)))
     return {
         "cliques": [list(c) for c in cliques],
         "junction_tree_cliques": len(jt.cliques),
@@ -92,6 +161,8 @@ def bench_estimation(codes: np.ndarray, dom: Domain, cliques: list[tuple[str, ..
         "seconds_per_iteration": info.seconds / max(info.iterations, 1),
         "seconds_per_oracle_call": info.seconds / info.n_oracle_calls,
         "final_loss": info.loss,
+        "peak_mb": peak,
+        "peak_iterations": min(iters, TRACE_ITERS),
     }
 
 
@@ -120,12 +191,13 @@ def main(argv=None) -> dict:
     print(f"Data: {args.data.name}, {codes.shape[0]:,} records x {len(dom)} attributes")
     print(
         f"all 2-way marginals ({c2['marginals']}, {c2['cells']:,} cells): {c2['seconds'] * 1e3:.1f} ms one by one "
-        f"= {c2['cells_per_s'] / 1e6:.1f} M cells/s, {c2['records_per_s'] / 1e6:.1f} M record-passes/s; "
-        f"batched {c2['batched_seconds'] * 1e3:.1f} ms"
+        f"(peak {c2['peak_mb']:.1f} MB) = {c2['cells_per_s'] / 1e6:.1f} M cells/s, "
+        f"{c2['records_per_s'] / 1e6:.1f} M record-passes/s; "
+        f"batched {c2['batched_seconds'] * 1e3:.1f} ms (peak {c2['batched_peak_mb']:.1f} MB)"
     )
     print(
         f"all 3-way marginals ({c3['marginals']}, {c3['cells']:,} cells): batched {c3['batched_seconds'] * 1e3:.1f} ms "
-        f"= {c3['cells_per_s'] / 1e6:.1f} M cells/s"
+        f"(peak {c3['batched_peak_mb']:.1f} MB) = {c3['cells_per_s'] / 1e6:.1f} M cells/s"
     )
     attrs = dom.attrs
     sets = {
@@ -165,8 +237,11 @@ def main(argv=None) -> dict:
             f"mirror descent, {name}: junction tree {r['junction_tree_cliques']} cliques, "
             f"{r['model_size_mb']:.2f} MB (largest {r['largest_clique_cells']:,} cells); "
             f"{r['iterations']} iterations in {r['seconds']:.2f} s = {r['seconds_per_iteration'] * 1e3:.2f} ms/iteration "
-            f"({r['seconds_per_oracle_call'] * 1e3:.2f} ms per belief-propagation call)"
+            f"({r['seconds_per_oracle_call'] * 1e3:.2f} ms per belief-propagation call); "
+            f"peak {r['peak_mb']:.1f} MB"
         )
+    print("peak: tracemalloc peak of the NumPy/Python allocations during one extra, untimed call "
+          f"(mirror descent: its first {min(args.iters, TRACE_ITERS)} iterations); data and libraries excluded")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return results

@@ -29,6 +29,19 @@ states the distributed overhead (fit time / in-process cryptographic fit
 time) of the processes and dask runs against the target < 2.  Times depend
 on the machine (its CPU count is printed); nothing is asserted about them.
 
+Memory, beside the fit time: ``peak MB`` is this process's (the curator's, and
+for the in-process runs also the parties') peak resident memory during the
+fit (Linux: ``VmHWM``, reset through ``/proc/self/clear_refs`` just before the
+fit and read just after; it includes what the process already held:
+interpreter, libraries, the Adult table, earlier models).  Where the reset is
+unavailable it is the process's ``ru_maxrss`` so far, a high-water mark since
+the start, marked ``*``.  ``party MB`` (processes and dask runs) is the
+largest peak resident memory of any party process: their ``VmHWM`` (peak
+over the process's life, so for dask workers including their start-up), read
+from /proc every 0.1 s during the fit and once after it.  ``getrusage
+(RUSAGE_CHILDREN)`` is not used: on Linux a child's ``ru_maxrss`` starts at
+the parent's peak when it is started, so it would report the curator's.
+
 Noise.  The parties are hosted with ``PartyHost(noise="curator")``: they draw
 their noise from the curator's seed, so every backend gives the identical
 model for the same seed, and the script checks that each remote fit equals
@@ -41,8 +54,10 @@ default ``noise="private"``.
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -78,14 +93,65 @@ def _write_parties(X, partition, folder: Path) -> dict:
     return paths
 
 
+class _ChildPeaks:
+    """Largest ``VmHWM`` (MB) among this process's child processes, polled while in the ``with`` block.
+
+    ``.mb`` is None where /proc is unavailable or no child process was seen.
+    """
+
+    def __init__(self, interval: float = 0.1):
+        self.interval = interval
+        self.peaks: dict[str, float] = {}
+        self.mb = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _poll(self) -> None:
+        pids = set()
+        for path in glob.glob("/proc/self/task/*/children"):
+            try:
+                with open(path) as handle:
+                    pids.update(handle.read().split())
+            except OSError:
+                pass
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/status") as status:
+                    for line in status:
+                        if line.startswith("VmHWM:"):
+                            mb = int(line.split()[1]) / 1024
+                            self.peaks[pid] = max(mb, self.peaks.get(pid, 0.0))
+                            break
+            except (OSError, ValueError):
+                pass  # ended meanwhile
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._poll()
+
+    def __enter__(self) -> "_ChildPeaks":
+        self._poll()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._poll()
+        self.mb = max(self.peaks.values(), default=None)
+
+
 def _timed_fit(model, *args, **kwargs):
-    """Fit ``model`` (warnings silenced: see the module docstring); ``(model, seconds)``."""
+    """Fit ``model`` (warnings silenced: see the module docstring); ``(model, seconds, peak MB, exact)``."""
+    from .engine import PeakRSS
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        start = time.perf_counter()
-        model.fit(*args, **kwargs)
-        seconds = time.perf_counter() - start
-    return model, seconds
+        with PeakRSS() as peak:
+            start = time.perf_counter()
+            model.fit(*args, **kwargs)
+            seconds = time.perf_counter() - start
+    return model, seconds, peak.mb, peak.exact
 
 
 def _same_fit(a, b) -> bool:
@@ -101,11 +167,13 @@ def _fit_remote(args, domain, partition, hosts, backend):
     from ..synthesizers import HybridSynthesizer
 
     model = HybridSynthesizer(args.epsilon, secure_computation="cryptographic", random_state=args.seed)
-    return _timed_fit(model, FederatedData(domain, partition, hosts, backend=backend))
+    with _ChildPeaks() as parties:
+        fitted = _timed_fit(model, FederatedData(domain, partition, hosts, backend=backend))
+    return (*fitted, parties.mb)
 
 
 def _run_dask(args, domain, partition, paths):
-    """Fit on a fresh LocalCluster (one worker per party); ``(model, fit seconds, cluster start seconds)``."""
+    """Fit on a fresh LocalCluster (one worker per party); ``(_fit_remote result, cluster start seconds)``."""
     import distributed
 
     from ..federated.runtime import PartyHost
@@ -122,11 +190,11 @@ def _run_dask(args, domain, partition, paths):
         startup = time.perf_counter() - start
         workers = sorted(str(meta["name"]) for meta in client.scheduler_info()["workers"].values())
         hosts = {name: PartyHost(paths[name], worker=worker, noise="curator") for name, worker in zip(names, workers)}
-        model, seconds = _fit_remote(args, domain, partition, hosts, client)
+        fitted = _fit_remote(args, domain, partition, hosts, client)
     finally:
         client.close()
         cluster.close()
-    return model, seconds, startup
+    return fitted, startup
 
 
 def main(argv=None) -> list[dict]:
@@ -140,9 +208,11 @@ def main(argv=None) -> list[dict]:
     Returns
     -------
     list of dict
-        One row per run: ``run``, ``fit_s``, ``ratio``, ``requests``,
-        ``bytes_sent``, ``bytes_received``, ``identical`` (``None`` for the
-        in-process runs) and, for dask, ``cluster_start_s``.
+        One row per run: ``run``, ``fit_s``, ``peak_rss_mb``,
+        ``peak_rss_of_fit``, ``party_peak_rss_mb`` (``None`` for the
+        in-process runs), ``ratio``, ``requests``, ``bytes_sent``,
+        ``bytes_received``, ``identical`` (``None`` for the in-process runs)
+        and, for dask, ``cluster_start_s``.
     """
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--epsilon", type=float, default=1.0)
@@ -170,15 +240,18 @@ def main(argv=None) -> list[dict]:
             if run in ("simulated", "cryptographic"):
                 model = HybridSynthesizer(args.epsilon, domain=domain.to_dict(), random_state=args.seed,
                                           secure_computation=run)
-                models[run], seconds = _timed_fit(model, X, partition=partition)
+                fitted = (*_timed_fit(model, X, partition=partition), None)
             elif run == "processes":
-                models[run], seconds = _fit_remote(args, domain, partition, hosts, "processes")
+                fitted = _fit_remote(args, domain, partition, hosts, "processes")
             else:
-                models[run], seconds, cluster_start = _run_dask(args, domain, partition, paths)
+                fitted, cluster_start = _run_dask(args, domain, partition, paths)
+            models[run], seconds, peak, exact, party_peak = fitted
             stats = models[run].runtime_ or {}
-            rows.append({"run": run, "fit_s": seconds, "requests": stats.get("requests"),
+            rows.append({"run": run, "fit_s": seconds, "peak_rss_mb": peak, "peak_rss_of_fit": exact,
+                         "party_peak_rss_mb": party_peak, "requests": stats.get("requests"),
                          "bytes_sent": stats.get("bytes_sent"), "bytes_received": stats.get("bytes_received")})
-            print(f"  {LABELS[run]}: {seconds:.1f} s", flush=True)
+            print(f"  {LABELS[run]}: {seconds:.1f} s, peak {peak:.0f} MB"
+                  + ("" if party_peak is None else f", party processes peak {party_peak:.0f} MB"), flush=True)
 
     reference = next(r["fit_s"] for r in rows if r["run"] == "cryptographic")
     for row in rows:
@@ -191,18 +264,23 @@ def main(argv=None) -> list[dict]:
     def mb(value):
         return "-" if value is None else f"{value / 1e6:.2f}"
 
-    header = (f"{'run':<26}{'fit (s)':>9}{'ratio':>8}{'requests':>10}{'MB sent':>10}{'MB received':>13}"
-              f"  identical to in-process")
+    header = (f"{'run':<26}{'fit (s)':>9}{'peak MB':>9}{'party MB':>10}{'ratio':>8}{'requests':>10}"
+              f"{'MB sent':>10}{'MB received':>13}  identical to in-process")
     print()
     print(header)
     print("-" * len(header))
     for row in rows:
         same = "-" if row["identical"] is None else ("yes" if row["identical"] else "no")
         requests = "-" if row["requests"] is None else str(row["requests"])
-        print(f"{LABELS[row['run']]:<26}{row['fit_s']:>9.1f}{row['ratio']:>8.2f}{requests:>10}"
+        peak = f"{row['peak_rss_mb']:.0f}" + ("" if row["peak_rss_of_fit"] else "*")
+        party = "-" if row["party_peak_rss_mb"] is None else f"{row['party_peak_rss_mb']:.0f}"
+        print(f"{LABELS[row['run']]:<26}{row['fit_s']:>9.1f}{peak:>9}{party:>10}{row['ratio']:>8.2f}{requests:>10}"
               f"{mb(row['bytes_sent']):>10}{mb(row['bytes_received']):>13}  {same}")
     print("ratio: fit time / in-process cryptographic fit time; identical: same selected marginals and "
           "bit-identical noisy measurements as the in-process cryptographic fit (curator-seeded noise)")
+    print("peak MB: this process's peak resident memory during the fit (what it already held included"
+          + ("" if all(row["peak_rss_of_fit"] for row in rows) else "; * = its ru_maxrss so far instead")
+          + "); party MB: largest lifetime peak (VmHWM) of a party process")
     if cluster_start is not None:
         print(f"dask LocalCluster start (4 worker processes, not in the fit time): {cluster_start:.1f} s")
     overhead = {row["run"]: row["ratio"] for row in rows if row["run"] in ("processes", "dask")}

@@ -13,6 +13,13 @@ spent inside the noise mechanisms themselves.  ``--seeded`` fits with
 
 Compare runs made on the same machine only; medians are quoted because
 shared machines are noisy.
+
+Memory: ``peak MB`` is the largest, over the repeats, peak resident memory of
+this process during one fit (Linux: ``VmHWM``, reset through
+``/proc/self/clear_refs`` just before the fit and read just after it; it
+includes what the process already held: interpreter, libraries, the Adult
+table).  Where the reset is unavailable it is the process's ``ru_maxrss``
+so far, a high-water mark since the start, and is marked ``*``.
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ from pathlib import Path
 
 from skdpsynth import AIMSynthesizer, HybridSynthesizer, MSTSynthesizer, ViewSynthesizer
 from skdpsynth.datasets import load_adult
+from skdpsynth.benchmarks.engine import PeakRSS
 from skdpsynth.privacy import ReproducibleNoiseWarning, noise_context
 
 _FACTORIES = {
@@ -72,11 +80,12 @@ class _MechanismClock:
 def run(method: str, noise: str, epsilon: float, seed) -> dict:
     adult = load_adult(discretized=True)
     synth = _FACTORIES[method](epsilon, adult.domain.to_dict(), seed)
-    with noise_context(noise), _MechanismClock() as clock:
+    with noise_context(noise), _MechanismClock() as clock, PeakRSS() as peak:
         synth.fit(adult.frame)
     kinds = sorted({e.mechanism for e in synth.privacy_ledger_})
     return {"method": method, "noise": noise, "fit_s": synth.fit_time_, "mechanism_s": clock.seconds,
-            "mechanisms": kinds, "rounds": len(getattr(synth, "selected_", [])) or None}
+            "mechanisms": kinds, "rounds": len(getattr(synth, "selected_", [])) or None,
+            "peak_rss_mb": peak.mb, "peak_rss_of_fit": peak.exact}
 
 
 def main(argv=None) -> list[dict]:
@@ -90,26 +99,35 @@ def main(argv=None) -> list[dict]:
     warnings.filterwarnings("ignore", category=ReproducibleNoiseWarning)  # --seeded is a benchmark choice
 
     # HybridSynthesizer's noise is the parties' (continuous) shares, not these mechanisms: see doc/privacy.md.
-    print(f"{'method':8} {'noise':11} {'fit s (median)':>15} {'in mechanisms s':>16}  ratio discrete/continuous")
+    print(f"{'method':8} {'noise':11} {'fit s (median)':>15} {'peak MB':>8} {'in mechanisms s':>16}"
+          f"  ratio discrete/continuous")
     rows = []
     for method in args.methods:
         times = {"discrete": [], "continuous": []}
         inside = {"discrete": [], "continuous": []}
+        peaks = {"discrete": [], "continuous": []}
         for r in range(args.repeats):
             for noise in ("discrete", "continuous"):  # alternate, so drift hits both alike
                 out = run(method, noise, args.epsilon, r if args.seeded else None)
                 times[noise].append(out["fit_s"])
                 inside[noise].append(out["mechanism_s"])
+                peaks[noise].append(out)
                 rows.append(out)
         rounds = {k: [r["rounds"] for r in rows if r["method"] == method and r["noise"] == k] for k in times}
         med = {k: statistics.median(v) for k, v in times.items()}
         ins = {k: statistics.median(v) for k, v in inside.items()}
         ratios = [d / c for d, c in zip(times["discrete"], times["continuous"])]
         for noise in ("discrete", "continuous"):
-            print(f"{method:8} {noise:11} {med[noise]:15.2f} {ins[noise]:16.3f}"
+            peak = max(r["peak_rss_mb"] for r in peaks[noise])
+            mark = "" if all(r["peak_rss_of_fit"] for r in peaks[noise]) else "*"
+            print(f"{method:8} {noise:11} {med[noise]:15.2f} {f'{peak:.0f}{mark}':>8} {ins[noise]:16.3f}"
                   + (f"  {statistics.median(ratios):.3f} (pairs {min(ratios):.3f}-{max(ratios):.3f})"
                      if noise == "discrete" else "")
                   + (f"  rounds {rounds[noise]}" if rounds[noise][0] else ""), flush=True)
+    print("peak MB: largest peak resident memory of this process during one fit (VmHWM reset before the fit; "
+          "includes what the process already held)"
+          + ("; * = unavailable, process ru_maxrss so far instead" if not all(r["peak_rss_of_fit"] for r in rows)
+             else ""))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return rows

@@ -12,13 +12,21 @@ same data, budget and seeds::
 
 It prints exactly one JSON line to stdout::
 
-    {"method": "mst", "epsilon": 1.0, "seed": 0, "fit_seconds": 93.2, "rows": 48842}
+    {"method": "mst", "epsilon": 1.0, "seed": 0, "fit_seconds": 93.2, "rows": 48842,
+     "peak_rss_mb": 1234.5, "peak_rss_of_fit": true}
 
 and writes the synthetic records to ``--out`` as integer codes with the same
 columns as the domain file.  Everything the mechanisms themselves print goes to
 stderr.  ``fit_seconds`` is wall-clock time (``time.perf_counter``) of the whole
 mechanism call, selection + measurement + estimation + record generation; reading
-the input and writing the output are not included.
+the input and writing the output are not included.  ``peak_rss_mb`` is this
+process's peak resident memory during that same call (Linux: ``VmHWM``, reset
+through ``/proc/self/clear_refs`` just before it and read just after it; it
+includes what the process already held: interpreter, JAX, the data), as
+``compare.py`` measures its own fits.  Where the reset is unavailable,
+``peak_rss_of_fit`` is false and the figure is ``getrusage(RUSAGE_SELF).ru_maxrss``
+(Linux gives KiB), the process's peak so far, which on Linux starts at the
+parent's peak when the child was started (vfork + exec).
 
 ``mbi`` is never a dependency of skdpsynth, and no private-pgm code lives in this
 repository: this file imports neither skdpsynth (it runs in the other venv) nor
@@ -28,8 +36,9 @@ them, and imports the mechanism module from ``--mechanisms-dir`` at run time.
 
 Setting the comparator up (once per machine, outside this repository):
 
-1. a separate venv with ``pip install mbi`` (the reference figures used
-   ``mbi==1.1.0``, which pulls in a CPU build of JAX), plus ``pandas`` and
+1. a separate venv with ``pip install mbi==2.0.0`` (the corrected reference
+   figures use it, with ``jax_enable_x64``; 1.1.0's data generation was
+   faulty), plus ``pandas`` and
    ``autodp`` (imported by private-pgm's ``mechanisms/mechanism.py``);
 2. a checkout of private-pgm's ``mechanisms/`` folder (``mst.py``, ``aim.py``,
    ``mechanism.py``, ``cdp2adp.py``) in a version written for the installed
@@ -52,6 +61,7 @@ import contextlib
 import inspect
 import itertools
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -135,6 +145,29 @@ def _run_aim(mod, data, args):
     return out[1] if isinstance(out, tuple) else out  # newer versions return (model, synth)
 
 
+def _reset_peak_rss() -> bool:
+    """Reset this process's resident high-water mark (VmHWM, Linux >= 4.0); whether that worked."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_rss_mb(reset: bool) -> tuple[float, bool]:
+    """``(MB, of the call)``: VmHWM since the reset, else ru_maxrss (the process's peak so far)."""
+    if reset:
+        try:
+            with open("/proc/self/status") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024, True
+        except OSError:
+            pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, False  # KiB on Linux
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     run = _run_mst if args.method == "mst" else _run_aim
@@ -142,12 +175,15 @@ def main(argv: list[str] | None = None) -> int:
         data, columns = _load(args.data, args.domain)
         mod = _import_mechanism(args.mechanisms_dir, args.method)
         np.random.seed(args.seed)
+        reset = _reset_peak_rss()
         t0 = time.perf_counter()
         synth = run(mod, data, args)
         fit_seconds = time.perf_counter() - t0
+        peak_mb, of_fit = _peak_rss_mb(reset)
 
-    records = synth.df  # mbi.Dataset.df, present in every mbi version
-    frame = pd.DataFrame({c: records[c].to_numpy().astype(np.int64) for c in columns})
+    # mbi <= 1.x: Dataset.df (a DataFrame); mbi 2.x: Dataset.to_dict() (column -> array).
+    records = synth.df if hasattr(synth, "df") else synth.to_dict()
+    frame = pd.DataFrame({c: np.asarray(records[c]).astype(np.int64) for c in columns})
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(args.out, index=False)
     print(json.dumps({
@@ -156,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         "seed": args.seed,
         "fit_seconds": round(fit_seconds, 3),
         "rows": int(len(frame)),
+        "peak_rss_mb": round(peak_mb, 1),
+        "peak_rss_of_fit": of_fit,
     }), flush=True)
     return 0
 

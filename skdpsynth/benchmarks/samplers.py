@@ -12,6 +12,12 @@ call for a parameter (which builds its cached tables) is timed separately.
 
 Timings are medians over repeats on whatever machine runs it; compare runs
 made on the same machine only.
+
+Memory: beside the rates, ``peak MB`` gives, for the exact sampler seeded, the
+exact sampler from the OS CSPRNG and NumPy's continuous sampler, the peak of
+the NumPy and Python allocations (``tracemalloc``) during one extra, untimed
+call of ``--size`` draws (the returned array included; tables cached by an
+earlier call are not).  tracemalloc never runs during a timed call.
 """
 from __future__ import annotations
 
@@ -23,8 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..privacy.samplers import discrete_gaussian, discrete_laplace
-from .engine import _median_seconds
-
+from .engine import _median_seconds, tracemalloc_peak_mb
 
 
 def _first_call_ms(fn) -> float:
@@ -54,6 +59,9 @@ def bench(kind: str, param: float, size: int, repeats: int, seed: int = 0) -> di
         "seeded_per_s": size / seeded,
         "os_csprng_per_s": size / os_csprng,
         "numpy_continuous_per_s": size / numpy_s,
+        "seeded_peak_mb": tracemalloc_peak_mb(lambda: exact(arg, size, random_state=rng)),
+        "os_csprng_peak_mb": tracemalloc_peak_mb(lambda: exact(arg, size, random_state=None)),
+        "numpy_continuous_peak_mb": tracemalloc_peak_mb(continuous),
     }
 
 
@@ -75,12 +83,14 @@ def main(argv=None) -> dict:
     rows += [bench("laplace", b, args.size, args.repeats) for b in args.scales]
     print(f"{args.size:,} draws per call, median of {args.repeats}; M draws/s")
     print(f"{'distribution':<22}{'exact, seeded':>15}{'exact, OS CSPRNG':>18}{'numpy continuous':>18}"
-          f"{'seeded/numpy':>14}{'first call':>12}")
+          f"{'seeded/numpy':>14}{'first call':>12}{'peak MB seeded/OS/numpy':>25}")
     for r in rows:
         name = f"{r['distribution']} {'σ' if r['distribution'] == 'gaussian' else 'b'}={r['param']:g}"
+        peaks = f"{r['seeded_peak_mb']:.1f}/{r['os_csprng_peak_mb']:.1f}/{r['numpy_continuous_peak_mb']:.1f}"
         print(f"{name:<22}{r['seeded_per_s'] / 1e6:>15.2f}{r['os_csprng_per_s'] / 1e6:>18.2f}"
               f"{r['numpy_continuous_per_s'] / 1e6:>18.2f}{r['seeded_per_s'] / r['numpy_continuous_per_s']:>14.2f}"
-              f"{r['first_call_ms']:>10.1f}ms")
+              f"{r['first_call_ms']:>10.1f}ms{peaks:>25}")
+    print("peak MB: tracemalloc peak of the NumPy/Python allocations during one extra, untimed call")
     results = {"rows": rows}
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
