@@ -391,13 +391,16 @@ def marginals(
     # Plan first (sources depend on table sizes only). Largest first, so that
     # subsets can be summed out of their supersets.
     source: dict[Clique, Clique | None] = {}
-    for clique in sorted(wanted, key=lambda c: (-len(c), -domain.size(c))):
-        best = None
-        for cand in source:
-            size = domain.size(cand)
-            if size < n and set(clique) <= set(cand) and (best is None or size < domain.size(best)):
-                best = cand
-        source[clique] = best
+    sizes = {c: domain.size(c) for c in wanted}
+    containing: dict[str, set] = {}   # attribute -> planned cliques (of fewer cells than rows) that contain it
+    for clique in sorted(wanted, key=lambda c: (-len(c), -sizes[c])):
+        # The planned supersets are those in every one of its attributes' sets: intersect, smallest set first.
+        sets = sorted((containing.get(a, set()) for a in clique), key=len)
+        supersets = set.intersection(*sets) if sets else set()
+        source[clique] = min(supersets, key=lambda c: (sizes[c], c)) if supersets else None
+        if sizes[clique] < n:
+            for a in clique:
+                containing.setdefault(a, set()).add(clique)
     counted = [c for c, src in source.items() if src is None and c]
     tables = _count(codes, domain.shape, [tuple(domain.index(a) for a in c) for c in counted], weights)
     done: dict[Clique, np.ndarray] = {c: t.result() for c, t in zip(counted, tables)}

@@ -182,3 +182,26 @@ def test_aim_round_stopping_fits_each_round_to_the_noise_level(monkeypatch):
     assert sum(i.iterations for _, i in rounds["noise"]) < sum(i.iterations for _, i in rounds[None])
     with pytest.raises(ValueError, match="round_stopping must be"):
         AIMSynthesizer(domain=dom, round_stopping="early").fit(X)
+
+
+def test_model_size_filter_by_components_equals_the_whole_junction_tree():
+    from skdpsynth.graphical import JunctionTree
+    from skdpsynth.synthesizers.select_measure import filter_by_model_size
+
+    rng = np.random.default_rng(0)
+    cache = {}
+    for _ in range(100):
+        d = int(rng.integers(4, 12))
+        dom = Domain([f"x{i}" for i in range(d)], list(rng.integers(2, 9, d)))
+        attrs = list(dom.attrs)
+
+        def clique(k):
+            return tuple(sorted(rng.choice(attrs, k, replace=False), key=dom.index))
+        model = [(a,) for a in attrs] + [clique(int(rng.integers(2, 4))) for _ in range(int(rng.integers(0, 6)))]
+        for r in (clique(int(rng.integers(2, 4))) for _ in range(5)):
+            if any(set(r) <= set(m) for m in model):
+                continue
+            size = JunctionTree.from_cliques(dom, model + [r]).size_mb()
+            # Kept exactly when the limit is at least the whole junction tree's size (the cache is shared).
+            assert filter_by_model_size([r], dom, model, size, cache) == [r]
+            assert filter_by_model_size([r], dom, model, size * (1 - 1e-9), cache) == []

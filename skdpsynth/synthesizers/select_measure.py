@@ -75,10 +75,13 @@ def compile_workload(workload: Iterable[tuple[Clique, float]], domain: Domain) -
     uniform because the workload (or ``max_cells``) happened to miss it.
     """
     workload = [(domain.canonical(c), float(w)) for c, w in workload]
-    weights = {
-        r: sum(w * len(set(r) & set(s)) for s, w in workload)
-        for r in downward_closure([c for c, _ in workload], domain)
-    }
+    # |r ∩ s| = Σ_{a ∈ r} [a ∈ s], so w_r = Σ_{a ∈ r} W_a with W_a the total weight of the workload cliques
+    # containing a: linear in the candidates instead of candidates × workload (19 600 × 20 875 for 50 attributes).
+    per_attribute: dict[str, float] = {}
+    for s_, w in workload:
+        for a in s_:
+            per_attribute[a] = per_attribute.get(a, 0.0) + w
+    weights = {r: sum(per_attribute[a] for a in r) for r in downward_closure([c for c, _ in workload], domain)}
     missing = {(a,): 0.0 for a in domain if (a,) not in weights}
     return {**missing, **weights} if missing else weights
 
@@ -114,23 +117,46 @@ def filter_by_model_size(
 ) -> list[Clique]:
     """Candidates already covered by a model clique, or whose addition keeps the junction tree within the limit.
 
-    ``cache`` (a dict the caller keeps across rounds) memoises hypothetical
-    sizes per model structure, so rounds that leave the structure unchanged
-    cost nothing here.
+    The junction tree of a clique set is built component by component (the
+    greedy elimination never mixes connected components), so its size is
+    the sum of its components' sizes, and adding a candidate only changes
+    the components it touches.  Sizes are therefore computed, and memoised
+    in ``cache`` (a dict the caller keeps across rounds), per set of
+    touched components: a round that grows one component leaves every
+    candidate that does not touch it at no cost.
     """
-    structure = frozenset(frozenset(c) for c in model_cliques)
+    cache = {} if cache is None else cache
+    # Connected components of the model's attributes (every attribute is in a 1-way clique or a singleton).
+    component = {a: frozenset([a]) for a in domain.attrs}
+    for c in model_cliques:
+        merged = frozenset().union(*(component[a] for a in c))
+        for a in merged:
+            component[a] = merged
+    members: dict[frozenset, list] = {}
+    for c in model_cliques:
+        members.setdefault(component[c[0]], []).append(tuple(c))
+
+    def size_of(cliques: list, attrs: frozenset) -> float:
+        sub = domain.project([a for a in domain.attrs if a in attrs])
+        key = (frozenset(frozenset(c) for c in cliques), tuple(sub.to_dict().items()))
+        if key not in cache:
+            cache[key] = JunctionTree.from_cliques(sub, cliques).size_mb()
+        return cache[key]
+
+    def component_size(comp: frozenset) -> float:
+        return size_of(members.get(comp, []), comp)
+
+    total = sum(component_size(comp) for comp in set(component.values()))
     model_sets = [set(c) for c in model_cliques]
     kept = []
     for r in candidates:
         if any(set(r) <= m for m in model_sets):
             kept.append(r)
             continue
-        key = (structure, r)
-        size = None if cache is None else cache.get(key)
-        if size is None:
-            size = JunctionTree.from_cliques(domain, list(model_cliques) + [r]).size_mb()
-            if cache is not None:
-                cache[key] = size
+        touched = {component[a] for a in r}
+        attrs = frozenset().union(*touched)
+        joined = [c for comp in touched for c in members.get(comp, [])] + [tuple(r)]
+        size = total - sum(component_size(comp) for comp in touched) + size_of(joined, attrs)
         if size <= size_limit_mb:
             kept.append(r)
     return kept
