@@ -30,13 +30,13 @@ import argparse
 import json
 import resource
 import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
 from ..domain import Domain
 from ..marginals import kway_cliques, marginal, marginals
+from .engine import tracemalloc_peak_mb
 
 
 def old_marginal(codes: np.ndarray, domain: Domain, clique, weights=None) -> np.ndarray:
@@ -74,15 +74,6 @@ def _best_seconds(fn, repeats: int) -> float:
     return best
 
 
-def _peak_mb(fn) -> float:
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1] / 2**20
-    finally:
-        tracemalloc.stop()
-
-
 def bench_layout(codes: np.ndarray, dom: Domain, pairs, all_pairs, repeats: int, reference) -> dict:
     n = codes.shape[0]
     old = _best_seconds(lambda: [old_marginal(codes, dom, c) for c in pairs], repeats)
@@ -97,9 +88,9 @@ def bench_layout(codes: np.ndarray, dom: Domain, pairs, all_pairs, repeats: int,
         "marginal_rows_per_s": n * len(pairs) / new,
         "marginals_rows_per_s": n * len(all_pairs) / batch,
         "marginals_seconds": batch,
-        "old_peak_mb": _peak_mb(lambda: old_marginal(codes, dom, pairs[0])),
-        "marginal_peak_mb": _peak_mb(lambda: marginal(codes, dom, pairs[0])),
-        "marginals_peak_mb": _peak_mb(lambda: marginals(codes, dom, all_pairs)),
+        "old_peak_mb": tracemalloc_peak_mb(lambda: old_marginal(codes, dom, pairs[0])),
+        "marginal_peak_mb": tracemalloc_peak_mb(lambda: marginal(codes, dom, pairs[0])),
+        "marginals_peak_mb": tracemalloc_peak_mb(lambda: marginals(codes, dom, all_pairs)),
         "equal_to_old": bool(same),
     }
 

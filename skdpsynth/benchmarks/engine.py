@@ -68,16 +68,26 @@ def tracemalloc_peak_mb(fn) -> float:
         tracemalloc.stop()
 
 
-def _vm_hwm_mb() -> float | None:
-    """``VmHWM`` of this process from /proc (None where unavailable)."""
+def status_mb(field: str) -> float | None:
+    """``VmRSS`` / ``VmHWM`` of this process from /proc, in MB (None where unavailable)."""
     try:
         with open("/proc/self/status") as status:
             for line in status:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
     return None
+
+
+def reset_peak_rss() -> bool:
+    """Reset the resident high-water mark (VmHWM, Linux >= 4.0) so that it measures what follows; whether it worked."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
 
 
 class PeakRSS:
@@ -91,17 +101,12 @@ class PeakRSS:
     """
 
     def __enter__(self) -> "PeakRSS":
-        try:
-            with open("/proc/self/clear_refs", "w") as handle:
-                handle.write("5")
-            self.exact = True
-        except OSError:
-            self.exact = False
+        self.exact = reset_peak_rss()
         self.mb = None
         return self
 
     def __exit__(self, *exc) -> None:
-        hwm = _vm_hwm_mb() if self.exact else None
+        hwm = status_mb("VmHWM") if self.exact else None
         self.exact = hwm is not None
         self.mb = hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB
 

@@ -77,28 +77,6 @@ def _maxrss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kilobytes
 
 
-def _status_mb(field: str) -> float | None:
-    """``VmRSS`` / ``VmHWM`` of this process from /proc (None where unavailable)."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def _reset_peak_rss() -> bool:
-    """Reset the resident high-water mark (VmHWM, Linux >= 4.0) so that it measures the next call only."""
-    try:
-        with open("/proc/self/clear_refs", "w") as handle:
-            handle.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def _party_codes(config, index: int, codes: np.ndarray) -> np.ndarray:
     _, columns = config.parties[index]
     return codes[:, [config.domain.index(c) for c in columns]]
@@ -124,6 +102,7 @@ def measure(kind: str, config, index: int | None, payload, trace: bool = False) 
     from ..federated import sketches as fm
     from ..federated.vertical import VerticalMessage, VerticalParty
     from ..synthesizers.vertical_mrf import VerticalServer
+    from .engine import reset_peak_rss, status_mb
 
     out = {"kind": kind, "index": index, "traced": trace}
     if kind in ("party", "encode"):
@@ -146,8 +125,8 @@ def measure(kind: str, config, index: int | None, payload, trace: bool = False) 
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # as the synthesizer: log of zero cells in projections
-        out["rss_before_mb"] = _status_mb("VmRSS")
-        peak_reset = _reset_peak_rss()
+        out["rss_before_mb"] = status_mb("VmRSS")
+        peak_reset = reset_peak_rss()
         if trace:
             tracemalloc.start()
         start = time.perf_counter()
@@ -181,7 +160,7 @@ def measure(kind: str, config, index: int | None, payload, trace: bool = False) 
         if trace:
             out["tracemalloc_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
-    out["peak_rss_mb"] = _status_mb("VmHWM") if peak_reset else None
+    out["peak_rss_mb"] = status_mb("VmHWM") if peak_reset else None
     out["maxrss_mb"] = _maxrss_mb()
     return out
 

@@ -443,17 +443,19 @@ class _Problem:
             partial[key] = reduce_axes(base, axes)
         return {c: partial[(self.host[c], c)].ravel() for c in self.measured}
 
-    def loss_and_grad(self, mus) -> tuple[float, dict]:
-        """``Σ_i ‖Q_i μ_i − y_i‖² / σ_i²`` and its gradient, per measured clique."""
-        loss, grads = 0.0, {}
+    def loss_and_grad(self, mus, gradient: bool = True) -> tuple[float, dict | None]:
+        """``Σ_i ‖Q_i μ_i − y_i‖² / σ_i²`` and (unless ``gradient=False``) its gradient, per measured clique."""
+        loss, grads = 0.0, ({} if gradient else None)
         for c in self.measured:
             mu, g = mus[c], None
             for m in self.groups[c]:
                 r = m.apply(mu) - m.values
                 loss += float(r @ r) / m.sigma**2
-                gm = (2.0 / m.sigma**2) * (r if m.query is None else m.adjoint(r))
-                g = gm if g is None else g + gm
-            grads[c] = g
+                if gradient:
+                    gm = (2.0 / m.sigma**2) * (r if m.query is None else m.adjoint(r))
+                    g = gm if g is None else g + gm
+            if gradient:
+                grads[c] = g
         return loss, grads
 
     def gradient_tables(self, grads) -> list:
@@ -631,7 +633,7 @@ def _accelerated(problem, iters, step_size, tol, backtracking_steps, step_growth
     tables = assemble_potentials(problem.jt, problem.theta)
     marginals, log_z = problem.calibrate(tables)
     z = problem.measured_marginals(marginals)
-    loss_z, _ = problem.loss_and_grad(z)
+    loss_z, _ = problem.loss_and_grad(z, gradient=False)
     x, loss_x = z, loss_z
     best = (loss_z, dict(problem.theta), tables, marginals, log_z, z)
     history = [loss_z]
@@ -657,7 +659,7 @@ def _accelerated(problem, iters, step_size, tol, backtracking_steps, step_growth
             calls += 1
             new_z = problem.measured_marginals(new_marginals)
             new_x = {c: (1 - theta) * x[c] + theta * new_z[c] for c in problem.measured}
-            new_loss_x, _ = problem.loss_and_grad(new_x)
+            new_loss_x, _ = problem.loss_and_grad(new_x, gradient=False)
             linear = sum(float(grads[c] @ (new_x[c] - y[c])) for c in problem.measured)
             # ½‖z' − z‖₁² of the normalised models is at least that of any measured clique's marginal, and
             # at most KL(z' ‖ z) (Pinsker): so the test is stricter than the KL one, and as safe.
@@ -670,7 +672,7 @@ def _accelerated(problem, iters, step_size, tol, backtracking_steps, step_growth
             break  # no acceptable step: at a (numerical) optimum
         problem.move_potentials(grads, step)
         tables, marginals, log_z, z = new_tables, new_marginals, new_log_z, new_z
-        loss_z, _ = problem.loss_and_grad(z)
+        loss_z, _ = problem.loss_and_grad(z, gradient=False)
         alpha_prev, alpha = accepted, accepted
         if loss_z < best[0]:
             best = (loss_z, dict(problem.theta), tables, marginals, log_z, z)
