@@ -29,6 +29,7 @@ STRUCTURES = {
     "full": [tuple("abcde")],
     "duplicates": [("a", "b"), ("b", "a"), ("a", "b"), ("c",)],
     "disconnected": [("a", "b"), ("c", "d")],
+    "three_components": [("a", "c"), ("c", "e"), ("b",)],
 }
 
 
@@ -66,6 +67,36 @@ def test_junction_tree_is_valid(name):
     for i, p in enumerate(jt.parent):
         if p >= 0:
             assert set(jt.separators[i]) == set(jt.cliques[i]) & set(jt.cliques[p])
+
+
+@pytest.mark.parametrize("name", sorted(STRUCTURES))
+def test_attribute_components_are_the_connected_components_of_the_cliques(name):
+    graph = nx.Graph()
+    graph.add_nodes_from(DOM.attrs)
+    for c in STRUCTURES[name]:
+        graph.add_edges_from(itertools.combinations(c, 2))
+    expected = sorted(sorted(c) for c in nx.connected_components(graph))
+    component = JunctionTree.from_cliques(DOM, STRUCTURES[name]).attribute_components()
+    found: dict = {}
+    for a, k in component.items():
+        found.setdefault(k, []).append(a)
+    assert sorted(sorted(c) for c in found.values()) == expected
+
+
+def test_junction_tree_cells_equal_the_built_tree_on_random_structures():
+    from skdpsynth.graphical.junction_tree import junction_tree_cells
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        d = int(rng.integers(3, 14))
+        dom = Domain([f"x{i}" for i in range(d)], list(rng.integers(2, 9, d)))
+        attrs = list(dom.attrs)
+        cliques = [tuple(rng.choice(attrs, int(rng.integers(1, 4)), replace=False)) for _ in range(rng.integers(1, 9))]
+        assert junction_tree_cells(dom, cliques) == JunctionTree.from_cliques(dom, cliques).size()
+        # Over the attributes the cliques touch: the tree of the projected domain.
+        used = [a for a in attrs if any(a in c for c in cliques)]
+        sub = dom.project(used)
+        assert junction_tree_cells(dom, cliques, used) == JunctionTree.from_cliques(sub, cliques).size()
 
 
 def test_model_size_counts_junction_tree_cells():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from math import prod
 
 import numpy as np
 
@@ -22,11 +23,17 @@ __all__ = ["JunctionTree", "elimination_order", "model_size_mb"]
 Clique = tuple[str, ...]
 
 
-def _eliminate(domain: Domain, cliques: Iterable[Iterable[str]]) -> tuple[list[str], list[frozenset]]:
-    """Greedy min-weight elimination: the order and each step's elimination clique."""
-    attrs = domain.attrs
+def _eliminate(domain: Domain, cliques: Iterable[Iterable[str]],
+               attrs: Sequence[str] | None = None) -> tuple[list[str], list[frozenset]]:
+    """Greedy min-weight elimination: the order and each step's elimination clique.
+
+    Over ``attrs`` (a subset of the domain, in domain order, holding every
+    clique's attributes; default the whole domain): the same result as on
+    ``domain.project(attrs)``, without building it.
+    """
+    attrs = domain.attrs if attrs is None else list(attrs)
     index = {a: i for i, a in enumerate(attrs)}
-    sizes = domain.shape
+    sizes = [domain[a] for a in attrs]
     adj: dict[int, set[int]] = {i: set() for i in range(len(attrs))}
     for clique in cliques:
         ids = [index[a] for a in clique]
@@ -62,6 +69,17 @@ def _eliminate(domain: Domain, cliques: Iterable[Iterable[str]]) -> tuple[list[s
         order.append(attrs[v])
         elim_cliques.append(frozenset(attrs[u] for u in nbrs | {v}))
     return order, elim_cliques
+
+
+def junction_tree_cells(domain: Domain, cliques: Iterable[Iterable[str]], attrs: Sequence[str] | None = None) -> int:
+    """Cells of :meth:`JunctionTree.from_cliques` over ``attrs`` (see ``_eliminate``), without building the tree."""
+    order, elim_cliques = _eliminate(domain, cliques, attrs)
+    cells = 0
+    for i, (v, c) in enumerate(zip(order, elim_cliques)):
+        # Only an earlier elimination clique can hold v (later ones are past it), so only those can contain c.
+        if not any(v in o and c <= o for o in elim_cliques[:i]):
+            cells += prod(domain[a] for a in c)
+    return cells
 
 
 def elimination_order(domain: Domain, cliques: Iterable[Iterable[str]]) -> list[str]:
@@ -115,6 +133,7 @@ class JunctionTree:
     order: list[str] = field(default_factory=list)
     _containing: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _plan: list | None = field(default=None, init=False, repr=False, compare=False)
+    _components: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def from_cliques(cls, domain: Domain, cliques: Iterable[Iterable[str]]) -> "JunctionTree":
@@ -174,6 +193,19 @@ class JunctionTree:
                     best = i
             self._containing[key] = best
         return self._containing[key]
+
+    def attribute_components(self) -> dict[str, int]:
+        """Each attribute's independent component: cliques joined by non-empty separators (memoised).
+
+        Attributes in different components are independent under any model on
+        this tree, so their joint marginal is the product of their marginals.
+        """
+        if self._components is None:
+            label = [0] * len(self.cliques)
+            for i in range(1, len(self.cliques)):  # breadth-first: a parent is labelled before its children
+                label[i] = label[self.parent[i]] if self.separators[i] else i
+            self._components = {a: label[i] for i, c in enumerate(self.cliques) for a in c}
+        return self._components
 
     def message_plan(self) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
         """Per clique ``i`` (root excluded): how its separator with the parent sits in each of the two.

@@ -107,6 +107,17 @@ class GraphicalModel:
         host = jt.clique_containing(attrs)
         if host is not None:
             return sum_out(self._marginals[host], jt.cliques[host], attrs)
+        component = jt.attribute_components()
+        groups: dict[int, list[str]] = {}
+        for a in attrs:
+            groups.setdefault(component[a], []).append(a)
+        if len(groups) > 1:
+            # Independent components: the product of each one's marginal, with no contraction across them.
+            table = None
+            for group in groups.values():
+                part = self.project(group).reshape(broadcast_shape(self.domain, attrs, group)) / self.total
+                table = part if table is None else table * part
+            return table * self.total
         nodes, top = self._subtree(attrs)
         scope = self.domain.canonical(set(attrs).union(*(jt.cliques[i] for i in nodes)))
         if len(scope) <= _EINSUM_LABELS:

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..domain import Domain
-from ..graphical import GraphicalModel, JunctionTree, Measurement
+from ..graphical import GraphicalModel, Measurement
+from ..graphical.junction_tree import junction_tree_cells
 from ..marginals import downward_closure, marginal, marginals, workload as make_workload
 from ..privacy import PrivacyLedger, gaussian_mechanism
 
@@ -136,12 +137,16 @@ def filter_by_model_size(
     for c in model_cliques:
         members.setdefault(component[c[0]], []).append(tuple(c))
 
+    # Sizes are memoised per domain (the cache may outlive one): key the sub-cache by its sizes.
+    sizes = cache.setdefault(("domain", tuple(domain.to_dict().items())), {})
+
     def size_of(cliques: list, attrs: frozenset) -> float:
-        sub = domain.project([a for a in domain.attrs if a in attrs])
-        key = (frozenset(frozenset(c) for c in cliques), tuple(sub.to_dict().items()))
-        if key not in cache:
-            cache[key] = JunctionTree.from_cliques(sub, cliques).size_mb()
-        return cache[key]
+        key = (frozenset(map(frozenset, cliques)), attrs)
+        size = sizes.get(key)
+        if size is None:
+            cells = junction_tree_cells(domain, cliques, [a for a in domain.attrs if a in attrs])
+            size = sizes[key] = cells * 8 / 2**20
+        return size
 
     def component_size(comp: frozenset) -> float:
         return size_of(members.get(comp, []), comp)
