@@ -69,6 +69,7 @@ class GraphicalModel:
         self._marginals: list[np.ndarray] | None = None
         self._log_partition: float | None = None
         self._conditionals: dict[int, np.ndarray] = {}   # junction-tree clique -> P(C \\ S | S), from the calibration
+        self._parts: dict[tuple[str, ...], np.ndarray] = {}   # one component's marginals, for products across them
 
     @property
     def cliques(self) -> list[tuple[str, ...]]:
@@ -91,7 +92,7 @@ class GraphicalModel:
     def set_calibration(self, jt: JunctionTree, marginals: list[np.ndarray], log_partition: float) -> None:
         """Adopt marginals already computed for these potentials on ``jt`` (saves a pass)."""
         self._jt, self._marginals, self._log_partition = jt, marginals, log_partition
-        self._conditionals = {}
+        self._conditionals, self._parts = {}, {}
 
     @property
     def clique_marginals(self) -> list[np.ndarray]:
@@ -113,9 +114,14 @@ class GraphicalModel:
             groups.setdefault(component[a], []).append(a)
         if len(groups) > 1:
             # Independent components: the product of each one's marginal, with no contraction across them.
+            # Selection asks for thousands of such marginals sharing parts: each part is computed once.
             table = None
             for group in groups.values():
-                part = self.project(group).reshape(broadcast_shape(self.domain, attrs, group)) / self.total
+                group = tuple(group)
+                part = self._parts.get(group)
+                if part is None:
+                    part = self._parts[group] = self.project(group) / self.total
+                part = part.reshape(broadcast_shape(self.domain, attrs, group))
                 table = part if table is None else table * part
             return table * self.total
         nodes, top = self._subtree(attrs)

@@ -148,10 +148,8 @@ def filter_by_model_size(
             size = sizes[key] = cells * 8 / 2**20
         return size
 
-    def component_size(comp: frozenset) -> float:
-        return size_of(members.get(comp, []), comp)
-
-    total = sum(component_size(comp) for comp in set(component.values()))
+    component_size = {comp: size_of(members.get(comp, []), comp) for comp in set(component.values())}
+    total = sum(component_size.values())
     model_sets = [set(c) for c in model_cliques]
     kept = []
     for r in candidates:
@@ -161,7 +159,7 @@ def filter_by_model_size(
         touched = {component[a] for a in r}
         attrs = frozenset().union(*touched)
         joined = [c for comp in touched for c in members.get(comp, [])] + [tuple(r)]
-        size = total - sum(component_size(comp) for comp in touched) + size_of(joined, attrs)
+        size = total - sum(component_size[comp] for comp in touched) + size_of(joined, attrs)
         if size <= size_limit_mb:
             kept.append(r)
     return kept
