@@ -128,6 +128,25 @@ def test_belief_propagation_matches_brute_force(name):
     assert log_z == pytest.approx(m + np.log(np.exp(log_joint - m).sum()), abs=1e-10)
 
 
+@pytest.mark.parametrize("offset", [0.0, 800.0, 5000.0])
+def test_belief_propagation_is_exact_with_large_offsetting_potentials(offset):
+    """Long mirror-descent runs move potentials along directions that leave the model unchanged (+g on one
+    clique, −g on an overlapping one); past e^±700 a table's slices underflow, and the marginals must not."""
+    rng = np.random.default_rng(4)
+    pots = random_potentials(DOM, STRUCTURES["tree"], rng)
+    exact = joint_from_potentials(DOM, pots)
+    pots[("a", "b")][:, 1] -= offset           # b = 1 moved from (a, b) to (b, c)
+    pots[("b", "c")][1, :] += offset
+    pots[("b", "c")][:, 2] += 2 * offset       # c = 2 moved from (c, d) to (b, c)
+    pots[("c", "d")][2, :] -= 2 * offset       # the sum over cliques is unchanged for every record
+    np.testing.assert_allclose(joint_from_potentials(DOM, pots), exact, atol=1e-9)
+    model = GraphicalModel(DOM, pots, total=1.0)
+    joint = np.exp(exact - exact.max())
+    joint /= joint.sum()
+    for clique, table in zip(model.junction_tree.cliques, model.clique_marginals):
+        np.testing.assert_allclose(table, brute_marginal(joint, DOM, clique), rtol=1e-9, atol=1e-15)
+
+
 @pytest.mark.parametrize("name", sorted(STRUCTURES))
 def test_out_of_clique_marginals_by_elimination_match_brute_force(name, monkeypatch):
     """The fallback used when numpy's contraction order would loop over far too many index combinations."""
@@ -476,3 +495,18 @@ def test_warm_start_lifts_cells_driven_towards_minus_infinity():
     theta = model.potentials[("a", "b")]
     np.testing.assert_allclose(theta, [[0.0, -2.0, 3.0 - 30.0], [-5.0, 1.0, 3.0]])
 
+
+def test_warm_start_lift_leaves_offsetting_potentials_alone():
+    """Only the sum of overlapping cliques' potentials matters: a fit re-expressed with large offsetting
+    values (a gauge change, the same model) must warm-start as that model, not be lifted into another."""
+    dom, data, rng = small_problem(seed=7)
+    ms = noisy_measurements(dom, data, [("a", "b"), ("b", "c")], 5.0, rng)
+    fitted, _ = mirror_descent(dom, ms, known_total=float(len(data)), iters=300)
+    ab, bc = fitted.potentials[("a", "b")].copy(), fitted.potentials[("b", "c")].copy()
+    ab[:, 1] += 200.0       # within float range: belief propagation itself handles them exactly
+    bc[1, :] -= 200.0
+    warm = GraphicalModel(dom, {("a", "b"): ab, ("b", "c"): bc}, total=float(len(data)))
+    model, _ = mirror_descent(dom, ms, potentials=warm, known_total=float(len(data)), iters=0)
+    for clique in (("a", "b"), ("b", "c"), ("a", "c")):
+        np.testing.assert_allclose(warm.project(clique), fitted.project(clique), rtol=1e-9)
+        np.testing.assert_allclose(model.project(clique), fitted.project(clique), rtol=1e-9)

@@ -25,6 +25,8 @@ __all__ = ["belief_propagation", "assemble_potentials", "variable_elimination"]
 # a table's maximum is treated as 1e-300 of it, which keeps every message
 # finite (no -inf - -inf = nan when messages are divided out).
 _TINY = 1e-300
+# A separator slice summing to less than this (relative to its table's maximum) is recomputed with its own shift.
+_SLICE_UNDERFLOW = 1e-250
 
 
 def assemble_potentials(
@@ -84,9 +86,18 @@ def belief_propagation(
         shift = float(belief.max())
         probs = np.subtract(belief, shift)
         np.exp(probs, out=probs)
+        sums = reduce_axes(probs, own_axes)
+        if sums.min() < _SLICE_UNDERFLOW:
+            # Some separator values carry no mass at the scale of the table's maximum, but the parent may
+            # weigh them up again (overlapping cliques' potentials can carry large offsetting values, and
+            # only their sum matters): shift each separator slice by its own maximum, so no message underflows.
+            shift = belief.max(axis=own_axes, keepdims=True)
+            probs = np.subtract(belief, shift)
+            np.exp(probs, out=probs)
+            sums = reduce_axes(probs, own_axes)          # every slice holds its maximum, exp(0) = 1
         up_exp[i], up_shift[i] = probs, shift
-        msg = np.log(np.maximum(reduce_axes(probs, own_axes), _TINY))
-        msg += shift
+        msg = np.log(np.maximum(sums, _TINY))
+        msg += shift if isinstance(shift, float) else shift.reshape(msg.shape)
         msg_up[i] = msg.reshape(in_parent)
         p = jt.parent[i]
         if owned[p]:
@@ -107,13 +118,16 @@ def belief_propagation(
             np.exp(probs, out=probs)
         else:
             m = msg_down[i]
+            base = up_shift[i]
+            if not isinstance(base, float):     # per-slice shifts: they join the message (both over the separator)
+                m, base = m + base, 0.0
             m_max = float(m.max())
             probs = up_exp[i]
             probs *= np.exp(m - m_max)
-            shift = up_shift[i] + m_max
+            shift = base + m_max
             if probs.max() < 1e-200:
                 # The two maxima sit in different cells: redo it directly rather than lose precision.
-                full = up[i] + m
+                full = up[i] + msg_down[i]
                 shift = float(full.max())
                 probs = np.exp(full - shift)
             up_exp[i] = None
