@@ -311,7 +311,8 @@ def mirror_descent(
         squared column norm of ``Q_i``).
     tol : float
         Stop early when the relative decrease of the loss over the last 10
-        iterations falls below ``tol`` (0 runs all ``iters``).
+        iterations falls below ``tol``, or its decrease below 0.01 (the loss
+        is a χ² statistic; 0 runs all ``iters``).
     backtracking_steps : int
         Armijo backtracking: the step is halved up to this many times per
         iteration until the loss decreases sufficiently.
@@ -554,9 +555,16 @@ def _start_step(problem: _Problem, step_size, scale: float) -> tuple[float, floa
     return (safe if step_size is None else max(float(step_size), safe)), safe
 
 
+# The loss is a χ² statistic (residuals in units of their noise): a decrease below this over 10 iterations is
+# far below anything the measurements can tell apart.
+_CHI2_RESOLUTION = 1e-2
+
+
 def _converged(history, tol) -> bool:
-    """Relative decrease of the loss over the last 10 iterations at most ``tol``."""
-    return tol > 0 and len(history) > 10 and history[-11] - history[-1] <= tol * max(abs(history[-11]), 1e-12)
+    """Decrease of the loss over the last 10 iterations at most ``tol`` (relative) or ``_CHI2_RESOLUTION``."""
+    if tol <= 0 or len(history) <= 10:
+        return False
+    return history[-11] - history[-1] <= max(tol * max(abs(history[-11]), 1e-12), _CHI2_RESOLUTION)
 
 
 def _armijo(problem, iters, step_size, tol, backtracking_steps, step_growth, callback, target_loss, start):

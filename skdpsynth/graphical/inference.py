@@ -2,7 +2,8 @@
 
 Potentials are log-tables, one per junction-tree clique, axes in domain order.
 One upward and one downward pass compute every clique marginal.  Messages are
-log-sum-exps shifted by the table's maximum; in the downward pass a clique's
+log-sum-exps shifted by the table's maximum (by each separator slice's own maximum for
+slices that would underflow); in the downward pass a clique's
 full belief is exponentiated once and each child's message is obtained by
 dividing out (subtracting, in log space) the message that child sent up, so a
 pass costs two exponentials per clique whatever its degree.
@@ -87,17 +88,21 @@ def belief_propagation(
         probs = np.subtract(belief, shift)
         np.exp(probs, out=probs)
         sums = reduce_axes(probs, own_axes)
-        if sums.min() < _SLICE_UNDERFLOW:
-            # Some separator values carry no mass at the scale of the table's maximum, but the parent may
-            # weigh them up again (overlapping cliques' potentials can carry large offsetting values, and
-            # only their sum matters): shift each separator slice by its own maximum, so no message underflows.
-            shift = belief.max(axis=own_axes, keepdims=True)
-            probs = np.subtract(belief, shift)
-            np.exp(probs, out=probs)
-            sums = reduce_axes(probs, own_axes)          # every slice holds its maximum, exp(0) = 1
-        up_exp[i], up_shift[i] = probs, shift
         msg = np.log(np.maximum(sums, _TINY))
-        msg += shift if isinstance(shift, float) else shift.reshape(msg.shape)
+        msg += shift
+        underflow = sums < _SLICE_UNDERFLOW
+        if underflow.any():
+            # These separator values carry no mass at the scale of the table's maximum, but the parent may
+            # weigh them up again (overlapping cliques' potentials can carry large offsetting values; only
+            # their sum matters): their messages are exact log-sum-exps, each slice shifted by its own
+            # maximum, and the downward pass exponentiates this clique's full belief afresh.
+            where = np.nonzero(underflow)
+            kept = [ax for ax in range(belief.ndim) if ax not in own_axes]
+            slices = np.moveaxis(belief, kept, range(len(kept)))[where].reshape(len(where[0]), -1)
+            top = slices.max(axis=1)
+            msg[where] = np.log(np.exp(slices - top[:, None]).sum(axis=1)) + top
+            probs, shift = None, None
+        up_exp[i], up_shift[i] = probs, shift
         msg_up[i] = msg.reshape(in_parent)
         p = jt.parent[i]
         if owned[p]:
@@ -118,16 +123,15 @@ def belief_propagation(
             np.exp(probs, out=probs)
         else:
             m = msg_down[i]
-            base = up_shift[i]
-            if not isinstance(base, float):     # per-slice shifts: they join the message (both over the separator)
-                m, base = m + base, 0.0
-            m_max = float(m.max())
             probs = up_exp[i]
-            probs *= np.exp(m - m_max)
-            shift = base + m_max
-            if probs.max() < 1e-200:
-                # The two maxima sit in different cells: redo it directly rather than lose precision.
-                full = up[i] + msg_down[i]
+            if probs is not None:
+                m_max = float(m.max())
+                probs *= np.exp(m - m_max)
+                shift = up_shift[i] + m_max
+            if probs is None or probs.max() < 1e-200:
+                # The two maxima sit in different cells (or slices underflowed on the way up): exponentiate
+                # the full belief directly rather than lose precision.
+                full = up[i] + m
                 shift = float(full.max())
                 probs = np.exp(full - shift)
             up_exp[i] = None
