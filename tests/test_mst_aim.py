@@ -158,24 +158,31 @@ def test_mst_early_stopping_at_the_discrepancy_principle():
         MSTSynthesizer(1.0, domain=domain, early_stopping="patience").fit(X)
 
 
-def test_aim_round_stopping_fits_each_round_to_the_noise_level(monkeypatch):
+def aim_estimates(monkeypatch, X, dom, **params):
+    """Fit AIM and return, for every estimate it runs, (target_loss, answers measured, warm-started, info)."""
     import skdpsynth.synthesizers.aim as aim_module
 
-    X, dom = chain_data(n=20000)
     real = aim_module.mirror_descent
+    calls = []
+
+    def spy(domain, measurements, **kwargs):
+        model, info = real(domain, measurements, **kwargs)
+        calls.append((kwargs.get("target_loss"), sum(m.n_answers for m in measurements),
+                      kwargs.get("potentials") is not None, info))
+        return model, info
+    monkeypatch.setattr(aim_module, "mirror_descent", spy)
+    AIMSynthesizer(epsilon=5.0, domain=dom, rounds=10, random_state=3, **params).fit(X)
+    monkeypatch.setattr(aim_module, "mirror_descent", real)
+    return calls
+
+
+def test_aim_round_stopping_fits_each_round_to_the_noise_level(monkeypatch):
+    X, dom = chain_data(n=20000)
     rounds = {}
     for rule in ("noise", None):
-        seen = []
-
-        def spy(*args, **kwargs):
-            model, info = real(*args, **kwargs)
-            if kwargs.get("potentials") is not None:
-                seen.append((kwargs.get("target_loss"), info))
-            return model, info
-        monkeypatch.setattr(aim_module, "mirror_descent", spy)
-        AIMSynthesizer(epsilon=5.0, domain=dom, rounds=10, max_iters=500, round_stopping=rule,
-                       random_state=3).fit(X)
-        rounds[rule] = seen[:-1]                     # the last call is the final estimate
+        calls = aim_estimates(monkeypatch, X, dom, max_iters=500, round_stopping=rule)
+        # Warm-started calls are the rounds and the final estimate (the last call).
+        rounds[rule] = [(target, info) for target, _, warm, info in calls if warm][:-1]
     for target, info in rounds["noise"]:
         assert info.iterations == 500 or info.loss <= target    # stopped at the target, or ran out of iterations
     assert all(target is None for target, _ in rounds[None])
@@ -185,26 +192,13 @@ def test_aim_round_stopping_fits_each_round_to_the_noise_level(monkeypatch):
 
 
 def test_aim_final_stopping_stops_at_the_noise_level_of_all_measurements(monkeypatch):
-    import skdpsynth.synthesizers.aim as aim_module
-
     X, dom = chain_data(n=20000)
-    real = aim_module.mirror_descent
-    final = {}
-    for rule in ("noise", None):
-        calls = []
-
-        def spy(domain, measurements, **kwargs):
-            model, info = real(domain, measurements, **kwargs)
-            calls.append((kwargs.get("target_loss"), sum(m.n_answers for m in measurements), info))
-            return model, info
-        monkeypatch.setattr(aim_module, "mirror_descent", spy)
-        AIMSynthesizer(epsilon=5.0, domain=dom, rounds=10, final_iters=3000, final_stopping=rule,
-                       random_state=3).fit(X)
-        final[rule] = calls[-1]
-    target, n_answers, info = final["noise"]
+    final = {rule: aim_estimates(monkeypatch, X, dom, final_iters=3000, final_stopping=rule)[-1]
+             for rule in ("noise", None)}
+    target, n_answers, _, info = final["noise"]
     assert target == n_answers
     assert info.loss <= n_answers and info.iterations < 3000
-    target, _, info_none = final[None]
+    target, _, _, info_none = final[None]
     assert target is None and info_none.iterations > info.iterations
     with pytest.raises(ValueError, match="final_stopping must be"):
         AIMSynthesizer(domain=dom, final_stopping="early").fit(X)
