@@ -225,3 +225,40 @@ def test_model_size_filter_by_components_equals_the_whole_junction_tree():
             # Kept exactly when the limit is at least the whole junction tree's size (the cache is shared).
             assert filter_by_model_size([r], dom, model, size, cache) == [r]
             assert filter_by_model_size([r], dom, model, size * (1 - 1e-9), cache) == []
+
+
+def test_aim_lazy_selection_selects_what_scoring_every_candidate_selects(monkeypatch):
+    """The lazy selection (bounds from earlier scores and graphical.bounds) against scoring every candidate each
+    round with the plain exponential mechanism on the same random stream: the same cliques, the same model."""
+    import skdpsynth.synthesizers.aim as aim_module
+    from skdpsynth.benchmarks.generators import random_bayesian_network
+    from skdpsynth.privacy import exponential_mechanism
+
+    net = random_bayesian_network(16, min_values=2, max_values=6, max_parents=2, random_state=3)
+    X, dom = net.sample(5000, random_state=4), net.domain.to_dict()
+
+    def fit():
+        return AIMSynthesizer(epsilon=1.0, domain=dom, random_state=0, max_iters=200, final_iters=200).fit(X)
+    lazy_counts = []
+    lazy = aim_module.lazy_exponential_mechanism
+
+    def counting(upper, score, **kw):
+        asked = []
+        choice = lazy(upper, lambda i: asked.append(i) or score(i), **kw)
+        lazy_counts.append((len(asked), len(upper)))
+        return choice
+    monkeypatch.setattr(aim_module, "lazy_exponential_mechanism", counting)
+    fitted_lazy = fit()
+
+    def exhaustive(upper, score, *, eligible, **kw):
+        scores = np.array([score(i) if eligible(i) else -np.inf for i in range(len(upper))])
+        assert np.all(scores <= upper)
+        return exponential_mechanism(scores, **kw)
+    monkeypatch.setattr(aim_module, "lazy_exponential_mechanism", exhaustive)
+    fitted_all = fit()
+    assert fitted_lazy.selected_ == fitted_all.selected_ and len(fitted_lazy.selected_) > 10
+    for clique, table in fitted_all.model_.potentials.items():
+        np.testing.assert_array_equal(fitted_lazy.model_.potentials[clique], table)
+    # After the first round (no earlier scores) many candidates are not scored (49% are, on this table).
+    later = lazy_counts[1:]
+    assert sum(a for a, _ in later) < 0.75 * sum(n for _, n in later)

@@ -37,6 +37,7 @@ from skdpsynth.preprocessing.encoder import DPCategoricalEncoder, dp_threshold, 
 from skdpsynth.privacy import (
     cdp_epsilon,
     exponential_mechanism,
+    lazy_exponential_mechanism,
     gaussian_mechanism,
     gaussian_sigma,
     laplace_mechanism,
@@ -236,6 +237,21 @@ def test_audit_exponential_mechanism(monotonic):
         lambda rng: exponential_mechanism(d, epsilon=epsilon, monotonic=monotonic, random_state=rng),
         lambda rng: exponential_mechanism(dprime, epsilon=epsilon, monotonic=monotonic, random_state=rng),
         n_runs=12_000, random_state=13 + monotonic)
+    assert res.epsilon_lower_bound <= epsilon
+    assert ratio >= 0.5
+
+
+@pytest.mark.slow
+def test_audit_lazy_exponential_mechanism():
+    """The lazy version (bounds above the scores, most never computed) is audited like the exact one."""
+    epsilon = 2.0
+    d, dprime = _exp_mech_scores(False)
+
+    def lazy(scores):
+        return lambda rng: lazy_exponential_mechanism(scores + 1.0, scores.__getitem__, epsilon=epsilon,
+                                                      random_state=rng)
+    res, ratio = run_audit(f"lazy_exponential_mechanism eps={epsilon}", epsilon, lazy(d), lazy(dprime),
+                           n_runs=12_000, random_state=17)
     assert res.epsilon_lower_bound <= epsilon
     assert ratio >= 0.5
 

@@ -11,6 +11,7 @@ from skdpsynth.privacy import (
     exponential_mechanism_probabilities,
     gaussian_mechanism,
     laplace_mechanism,
+    lazy_exponential_mechanism,
 )
 
 N = 200_000
@@ -138,6 +139,59 @@ def test_exponential_stable_with_huge_scores():
     assert probs[2] == 0.0 and probs[3] == 0.0
     picks = {exponential_mechanism(scores, epsilon=1.0, random_state=s) for s in range(200)}
     assert picks == {0, 1}
+
+
+def test_lazy_exponential_makes_the_same_choice_as_the_exact_one():
+    """Same Gumbel draws, any valid bounds: the lazy mechanism selects what the exact one selects."""
+    rng = np.random.default_rng(5)
+    for seed in range(300):
+        m = int(rng.integers(1, 40))
+        scores = rng.normal(0, 10, m)
+        scores[rng.random(m) < 0.2] = -np.inf
+        if not np.isfinite(scores).any():
+            scores[0] = 0.0
+        bounds = np.where(np.isfinite(scores), scores + rng.exponential(20, m), rng.normal(0, 10, m))
+        asked = []
+
+        def score(i):
+            asked.append(i)
+            return scores[i]
+        epsilon, monotonic = float(rng.uniform(0.1, 5)), bool(seed % 2)
+        exact = exponential_mechanism(scores, epsilon=epsilon, monotonic=monotonic, random_state=seed)
+        lazy = lazy_exponential_mechanism(bounds, score, epsilon=epsilon, monotonic=monotonic, random_state=seed)
+        assert lazy == exact and exact in asked and len(set(asked)) == len(asked)
+        # Eligibility asked separately (only of would-be winners) is the same as a score of -inf.
+        fits = rng.random(m) < 0.7
+        fits[exact] = True
+        checked = []
+
+        def eligible(i):
+            checked.append(i)
+            return bool(fits[i])
+        exact = exponential_mechanism(np.where(fits, scores, -np.inf), epsilon=epsilon, monotonic=monotonic,
+                                      random_state=seed)
+        asked.clear()
+        lazy = lazy_exponential_mechanism(bounds, score, epsilon=epsilon, monotonic=monotonic, random_state=seed,
+                                          eligible=eligible)
+        assert lazy == exact and set(checked) <= set(asked)
+
+
+def test_lazy_exponential_scores_only_what_can_win():
+    # 10,000 candidates with scores spread over 2 units of ε/2 against Gumbel noise: a handful are scored.
+    scores = np.linspace(0.0, 4.0, 10_000)
+    asked = []
+    ledger = PrivacyLedger()
+    i = lazy_exponential_mechanism(scores + 4.0, lambda i: asked.append(i) or scores[i], epsilon=1.0,
+                                   random_state=0, ledger=ledger, description="pick")
+    assert 1 <= len(asked) < 200 and i in asked
+    assert ledger.total_rho() == pytest.approx(1 / 8) and ledger.entries[0].mechanism == "exponential"
+
+
+def test_lazy_exponential_rejects_scores_above_their_bound():
+    with pytest.raises(ValueError, match="upper bound"):
+        lazy_exponential_mechanism([1.0, 1.0], lambda i: 2.0, epsilon=1.0, random_state=0)
+    with pytest.raises(ValueError, match="nothing can be selected"):
+        lazy_exponential_mechanism([1.0, 1.0], lambda i: -np.inf, epsilon=1.0, random_state=0)
 
 
 @pytest.mark.parametrize(

@@ -70,6 +70,7 @@ class GraphicalModel:
         self._log_partition: float | None = None
         self._conditionals: dict[int, np.ndarray] = {}   # junction-tree clique -> P(C \\ S | S), from the calibration
         self._parts: dict[tuple[str, ...], np.ndarray] = {}   # one component's marginals, for products across them
+        self._reduced: dict[tuple, np.ndarray] = {}   # subtree factors summed down (see _reduced_factor)
 
     @property
     def cliques(self) -> list[tuple[str, ...]]:
@@ -92,7 +93,7 @@ class GraphicalModel:
     def set_calibration(self, jt: JunctionTree, marginals: list[np.ndarray], log_partition: float) -> None:
         """Adopt marginals already computed for these potentials on ``jt`` (saves a pass)."""
         self._jt, self._marginals, self._log_partition = jt, marginals, log_partition
-        self._conditionals, self._parts = {}, {}
+        self._conditionals, self._parts, self._reduced = {}, {}, {}
 
     @property
     def clique_marginals(self) -> list[np.ndarray]:
@@ -127,22 +128,21 @@ class GraphicalModel:
         nodes, top = self._subtree(attrs)
         scope = self.domain.canonical(set(attrs).union(*(jt.cliques[i] for i in nodes)))
         if len(scope) <= _EINSUM_LABELS:
-            table = self._contract_subtree(nodes, top, attrs, scope)
+            table = self._contract_subtree(nodes, top, attrs)
         else:   # more attributes than einsum has subscripts: eliminate in log space
             log_table = variable_elimination(self.domain, self._subtree_factors(nodes, top), attrs)
             table = np.exp(log_table - log_table.max())
         return table * (self.total / table.sum())
 
-    def _contract_subtree(self, nodes: set[int], top: int, attrs: tuple[str, ...],
-                          scope: tuple[str, ...]) -> np.ndarray:
+    def _contract_subtree(self, nodes: set[int], top: int, attrs: tuple[str, ...]) -> np.ndarray:
         """Marginal over ``attrs`` of ``μ_top · Π_{C ≠ top} μ_C / μ_S`` on the subtree, in probability space.
 
         Every factor but the top's is a conditional ``P(C \\ S | S) ≤ 1``, so the contraction (one ``einsum``,
         its order chosen by numpy) has no overflow and needs no logarithms: several times faster than
         eliminating in log space.
         """
-        jt = self.junction_tree
-        factors = [(jt.cliques[i], self._marginals[i] if i == top else self._conditional(i)) for i in nodes]
+        factors = [self._reduced_factor(i, top, nodes, attrs) for i in nodes]
+        scope = self.domain.canonical(set().union(*(c for c, _ in factors)))
         label = {a: k for k, a in enumerate(scope)}
         operands = [x for c, t in factors for x in (t, [label[a] for a in c])]
         output = [label[a] for a in attrs]
@@ -171,6 +171,30 @@ class GraphicalModel:
             factors.append((scope, np.einsum(*operands, [label[a] for a in scope], optimize=len(touching) > 2)))
         operands = [x for c, t in factors for x in (t, [label[a] for a in c])]
         return np.einsum(*operands, [label[a] for a in attrs], optimize=len(factors) > 2)
+
+    def _reduced_factor(self, i: int, top: int, nodes: set[int], attrs: tuple[str, ...]):
+        """Clique ``i``'s factor on the subtree, summed down to what the contraction needs (memoised).
+
+        The needed attributes are the wanted ones in the clique, the separators to its children in the subtree
+        and the one to its parent (unless it is the top): every other attribute of the clique appears in no
+        other factor, so summing it out first is exact, and turns the many cliques a marginal only passes
+        through into small tables shared by many marginals (selection asks for thousands).
+        """
+        jt = self.junction_tree
+        clique = jt.cliques[i]
+        needed = set(attrs).intersection(clique)
+        for c in jt.children[i]:
+            if c in nodes:
+                needed.update(jt.separators[c])
+        if i != top:
+            needed.update(jt.separators[i])
+        needed = self.domain.canonical(needed)
+        key = (i, i == top, needed)
+        table = self._reduced.get(key)
+        if table is None:
+            full = self._marginals[i] if i == top else self._conditional(i)
+            table = self._reduced[key] = full if needed == clique else sum_out(full, clique, needed)
+        return needed, table
 
     def _conditional(self, i: int) -> np.ndarray:
         """``P(C_i \\ S_i | S_i)`` of junction-tree clique ``i`` given its separator to the parent (0 where

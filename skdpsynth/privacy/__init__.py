@@ -20,6 +20,7 @@ from .mechanisms import (
     gaussian_mechanism,
     get_noise,
     laplace_mechanism,
+    lazy_exponential_mechanism,
     noise_context,
     set_noise,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "is_public",
     "laplace_mechanism",
     "laplace_scale",
+    "lazy_exponential_mechanism",
     "mark_public",
     "pure_to_zcdp",
     "warn_privacy_leak",

@@ -19,6 +19,7 @@ mechanisms also use for non-integer values.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,6 +37,7 @@ __all__ = [
     "laplace_mechanism",
     "exponential_mechanism",
     "exponential_mechanism_probabilities",
+    "lazy_exponential_mechanism",
     "get_noise",
     "set_noise",
     "noise_context",
@@ -307,8 +309,88 @@ def exponential_mechanism(scores: ArrayLike, *, epsilon: float, sensitivity: flo
     rng = noise_generator(random_state)
     # Gumbel-max: argmax(log w + Gumbel) is a sample from w / sum(w).
     choice = int(np.argmax(log_w + gumbel(rng, log_w.shape)))
+    _record_exponential(ledger, description, epsilon, sensitivity, party, log_w.size, monotonic)
+    return choice
+
+
+def lazy_exponential_mechanism(upper_bounds: ArrayLike, score: Callable[[int], float], *, epsilon: float,
+                               sensitivity: float = 1.0, eligible: Callable[[int], bool] | None = None,
+                               monotonic: bool = False, random_state=None,
+                               ledger: PrivacyLedger | None = None, description: str = "",
+                               party: str | None = None) -> int:
+    """The exponential mechanism for costly scores: computes only those that could win.
+
+    Selects ``i`` with probability ∝ exp(ε·score(i)/(2Δ)) exactly as
+    :func:`exponential_mechanism` on the array of all scores (same
+    distribution, same cost ε²/8 zCDP), but asks ``score`` only for the
+    candidates that can still win.  Gumbel-max: the selection is the argmax
+    of ``ε·s_i/(2Δ) + G_i`` with ``G_i`` iid Gumbel; with ``s_i ≤ u_i``,
+    candidates are scored in decreasing order of ``ε·u_i/(2Δ) + G_i`` until
+    the best exact key is at least the next bound.  The tighter the bounds
+    (e.g. a score computed earlier plus how far it can have moved since),
+    the fewer scores are computed.
+
+    Parameters
+    ----------
+    upper_bounds : array-like of shape (n_candidates,)
+        ``u_i``, an upper bound of each score (finite, or -inf for a
+        candidate never selected).
+    score : callable
+        ``score(i)``: the exact score of candidate ``i``, at most
+        ``upper_bounds[i]`` (a ``ValueError`` otherwise, since the selection
+        would no longer be exact), or -inf to exclude ``i``.
+    eligible : callable, optional
+        ``eligible(i)``: false excludes ``i`` (as a score of -inf would);
+        asked only of candidates that would otherwise be the best so far,
+        for when eligibility is costly too.
+    epsilon, sensitivity, monotonic, random_state, ledger, description, party
+        As in :func:`exponential_mechanism`; ``sensitivity`` is that of the
+        exact scores (of the eligible candidates).
+
+    Returns
+    -------
+    int
+        The selected index.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.privacy import lazy_exponential_mechanism
+    >>> scores = np.array([0.0, 50.0, 5.0])
+    >>> asked = []
+    >>> def score(i):
+    ...     asked.append(i)
+    ...     return scores[i]
+    >>> lazy_exponential_mechanism([10.0, 60.0, 10.0], score, epsilon=1.0, random_state=0)
+    1
+    >>> asked
+    [1]
+    """
+    upper_bounds = np.asarray(upper_bounds, dtype=np.float64)
+    bounds = _log_weights(upper_bounds, epsilon, sensitivity, monotonic)
+    shift = upper_bounds[np.isfinite(bounds)].max()
+    scale = epsilon / (sensitivity if monotonic else 2.0 * sensitivity)
+    rng = noise_generator(random_state)
+    noise = gumbel(rng, bounds.shape)
+    bound_keys = bounds + noise
+    choice, best = -1, -np.inf
+    for i in np.argsort(-bound_keys, kind="stable"):
+        if bound_keys[i] <= best:
+            break  # no candidate left can beat the best exact key
+        s = float(score(int(i)))
+        if np.isnan(s) or s > upper_bounds[i]:
+            raise ValueError(f"score({i}) = {s!r} is not at most its upper bound {upper_bounds[i]!r}.")
+        key = (s - shift) * scale + noise[i]
+        if key > best and (eligible is None or eligible(int(i))):
+            choice, best = int(i), key
+    if choice < 0:
+        raise ValueError("All scores are -inf: nothing can be selected.")
+    _record_exponential(ledger, description, epsilon, sensitivity, party, bounds.size, monotonic)
+    return choice
+
+
+def _record_exponential(ledger, description, epsilon, sensitivity, party, n_values, monotonic) -> None:
     if ledger is not None:
         ledger.add(description, "exponential", rho=exponential_mechanism_rho(epsilon),
                    sensitivity=float(sensitivity), scale=float(epsilon), party=party,
-                   n_values=log_w.size, monotonic=bool(monotonic))
-    return choice
+                   n_values=int(n_values), monotonic=bool(monotonic))

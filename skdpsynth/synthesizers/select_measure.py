@@ -4,7 +4,9 @@
 * :func:`compile_workload` — AIM's candidate set (downward closure) and weights;
 * :func:`candidate_errors` — AIM's quality score: weighted L1 error of the
   model minus the expected L1 norm of the measurement noise;
-* :func:`filter_by_model_size` — AIM's junction-tree size guard;
+* :class:`CandidateErrors` — those L1 errors computed on demand, with bounds
+  for the others (AIM's lazy selection);
+* :func:`filter_by_model_size`, :func:`model_size_check` — AIM's junction-tree size guard;
 * :func:`resolve_workload` — a workload hyper-parameter as weighted cliques.
 
 AIM, MST, RandDPGen (HybridSynthesizer) and PPSyn (PartitionSynthesizer) call
@@ -18,6 +20,7 @@ import numpy as np
 
 from ..domain import Domain
 from ..graphical import GraphicalModel, Measurement
+from ..graphical.bounds import clique_index, marginal_change_bounds
 from ..graphical.junction_tree import junction_tree_cells
 from ..marginals import downward_closure, marginal, marginals, workload as make_workload
 from ..privacy import PrivacyLedger, gaussian_mechanism
@@ -26,7 +29,9 @@ __all__ = [
     "measure_marginals",
     "compile_workload",
     "candidate_errors",
+    "CandidateErrors",
     "filter_by_model_size",
+    "model_size_check",
     "resolve_workload",
 ]
 
@@ -105,8 +110,65 @@ def candidate_errors(
         sd = noise_sd(r) if callable(noise_sd) else noise_sd
         n_cells = answers[r].size
         bias = np.sqrt(2 / np.pi) * sd * n_cells
-        out[r] = weights[r] * (np.abs(answers[r] - model.project(r).ravel()).sum() - bias)
+        out[r] = weights[r] * (_l1_error(model, answers[r], r) - bias)
     return out
+
+
+def _l1_error(model: GraphicalModel, answer: np.ndarray, clique: Clique) -> float:
+    return float(np.abs(answer - model.project(clique).ravel()).sum())
+
+
+class CandidateErrors:
+    """The L1 errors ``‖y_r − M_r(p)‖₁`` of the candidates, computed on demand, with bounds for all of them.
+
+    For AIM's lazy selection: a candidate whose error was computed at an
+    earlier model is bounded by that error plus how far its marginal can have
+    moved since (:func:`~skdpsynth.graphical.bounds.marginal_change_bounds`,
+    accumulated model by model); one never computed by ``0 ≤ error ≤ N + the
+    model's total``.
+
+    Parameters
+    ----------
+    domain : Domain
+    answers : mapping of clique -> ndarray
+        What the model is compared with (flattened marginals, all summing to ``N``).
+    candidates : sequence of cliques
+    """
+
+    # Relative slack on the bounds: the errors are sums of up to 10^4-10^6 rounded terms.
+    _SLACK = 1e-9
+
+    def __init__(self, domain: Domain, answers: Mapping[Clique, np.ndarray], candidates: Sequence[Clique]):
+        self.candidates = list(candidates)
+        self.answers = answers
+        self._index = clique_index(domain, self.candidates)
+        self._n_records = float(answers[self.candidates[0]].sum())
+        self._error = np.full(len(self.candidates), np.nan)   # at the model it was computed for
+        self._moved = np.zeros(len(self.candidates))           # bound of the marginal's change since then
+        self.model: GraphicalModel | None = None
+
+    def track(self, model: GraphicalModel) -> None:
+        """Move to ``model`` (whose cliques include the current model's)."""
+        if self.model is not None and model is not self.model:
+            change = marginal_change_bounds(model, self.model, self._index)
+            self._moved += model.total * change + abs(model.total - self.model.total)
+        self.model = model
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds of every candidate's error under the current model."""
+        cap = self._n_records + self.model.total
+        known = ~np.isnan(self._error)
+        lower = np.where(known, np.maximum(self._error - self._moved, 0.0), 0.0)
+        upper = np.where(known, np.minimum(self._error + self._moved, cap), cap)
+        slack = self._SLACK * cap
+        return np.maximum(lower * (1 - self._SLACK) - slack, 0.0), upper * (1 + self._SLACK) + slack
+
+    def exact(self, i: int) -> float:
+        """The error of candidate ``i`` under the current model (remembered for later bounds)."""
+        r = self.candidates[i]
+        error = self._error[i] = _l1_error(self.model, self.answers[r], r)
+        self._moved[i] = 0.0
+        return error
 
 
 def filter_by_model_size(
@@ -118,13 +180,29 @@ def filter_by_model_size(
 ) -> list[Clique]:
     """Candidates already covered by a model clique, or whose addition keeps the junction tree within the limit.
 
+    The candidates :func:`model_size_check` accepts (see there for how sizes are computed and memoised).
+    """
+    fits = model_size_check(domain, model_cliques, size_limit_mb, cache)
+    return [r for r in candidates if fits(r)]
+
+
+def model_size_check(
+    domain: Domain,
+    model_cliques: Sequence[Clique],
+    size_limit_mb: float,
+    cache: dict | None = None,
+) -> Callable[[Clique], bool]:
+    """A test of AIM's junction-tree size guard: ``fits(r)`` is true when ``r`` is covered by a model clique
+    or adding it keeps the junction tree within ``size_limit_mb``.
+
     The junction tree of a clique set is built component by component (the
     greedy elimination never mixes connected components), so its size is
     the sum of its components' sizes, and adding a candidate only changes
     the components it touches.  Sizes are therefore computed, and memoised
     in ``cache`` (a dict the caller keeps across rounds), per set of
     touched components: a round that grows one component leaves every
-    candidate that does not touch it at no cost.
+    candidate that does not touch it at no cost.  Answers are memoised too,
+    so a caller may ask about the same candidate more than once.
     """
     cache = {} if cache is None else cache
     # Connected components of the model's attributes (every attribute is in a 1-way clique or a singleton).
@@ -151,18 +229,23 @@ def filter_by_model_size(
     component_size = {comp: size_of(members.get(comp, []), comp) for comp in set(component.values())}
     total = sum(component_size.values())
     model_sets = [set(c) for c in model_cliques]
-    kept = []
-    for r in candidates:
-        if any(set(r) <= m for m in model_sets):
-            kept.append(r)
-            continue
-        touched = {component[a] for a in r}
-        attrs = frozenset().union(*touched)
-        joined = [c for comp in touched for c in members.get(comp, [])] + [tuple(r)]
-        size = total - sum(component_size[comp] for comp in touched) + size_of(joined, attrs)
-        if size <= size_limit_mb:
-            kept.append(r)
-    return kept
+    answers: dict[Clique, bool] = {}
+
+    def fits(r: Clique) -> bool:
+        answer = answers.get(r)
+        if answer is None:
+            if any(set(r) <= m for m in model_sets):
+                answer = True
+            else:
+                touched = {component[a] for a in r}
+                attrs = frozenset().union(*touched)
+                joined = [c for comp in touched for c in members.get(comp, [])] + [tuple(r)]
+                size = total - sum(component_size[comp] for comp in touched) + size_of(joined, attrs)
+                answer = size <= size_limit_mb
+            answers[r] = answer
+        return answer
+
+    return fits
 
 
 def resolve_workload(workload, domain: Domain, max_cells: int | None, default_ways: int = 3,
