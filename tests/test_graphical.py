@@ -153,6 +153,7 @@ def test_out_of_clique_marginals_by_elimination_match_brute_force(name, monkeypa
     import skdpsynth.graphical.model as model_module
 
     monkeypatch.setattr(model_module, "_largest_loop", lambda *args: np.inf)
+    monkeypatch.setattr(GraphicalModel, "_project_by_messages", lambda self, attrs: None)
     rng = np.random.default_rng(3)
     model = GraphicalModel(DOM, random_potentials(DOM, STRUCTURES[name], rng), total=1.0)
     log_joint = joint_from_potentials(DOM, model.potentials)
@@ -161,6 +162,27 @@ def test_out_of_clique_marginals_by_elimination_match_brute_force(name, monkeypa
     for k in (2, 3):
         for attrs in itertools.combinations(DOM.attrs, k):
             np.testing.assert_allclose(model.project(attrs), brute_marginal(joint, DOM, attrs), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_out_of_clique_marginals_by_messages_match_brute_force(seed, monkeypatch):
+    """Deeper junction trees (9 attributes, random cliques): every 2- and 3-way marginal, most of them by the
+    memoised messages, the others by the subtree contraction, all equal to the brute-force joint's."""
+    rng = np.random.default_rng(seed)
+    dom = Domain([f"x{i}" for i in range(9)], list(rng.integers(2, 4, 9)))
+    cliques = [dom.canonical(rng.choice(dom.attrs, int(rng.integers(2, 4)), replace=False)) for _ in range(7)]
+    model = GraphicalModel(dom, random_potentials(dom, cliques, rng), total=1.0)
+    log_joint = joint_from_potentials(dom, model.potentials)
+    joint = np.exp(log_joint - log_joint.max())
+    joint /= joint.sum()
+    used = []
+    by_messages = GraphicalModel._project_by_messages
+    monkeypatch.setattr(GraphicalModel, "_project_by_messages",
+                        lambda self, attrs: used.append(attrs) or by_messages(self, attrs))
+    for k in (2, 3):
+        for attrs in itertools.combinations(dom.attrs, k):
+            np.testing.assert_allclose(model.project(attrs), brute_marginal(joint, dom, attrs), rtol=0, atol=1e-12)
+    assert len(used) > 20 and len(model._messages) > 0
 
 
 def test_largest_loop_counts_the_widest_contraction():

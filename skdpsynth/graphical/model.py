@@ -71,6 +71,8 @@ class GraphicalModel:
         self._conditionals: dict[int, np.ndarray] = {}   # junction-tree clique -> P(C \\ S | S), from the calibration
         self._parts: dict[tuple[str, ...], np.ndarray] = {}   # one component's marginals, for products across them
         self._reduced: dict[tuple, np.ndarray] = {}   # subtree factors summed down (see _reduced_factor)
+        self._messages: dict[tuple, tuple] = {}   # see _project_by_messages
+        self._tops: dict[str, int] | None = None   # each attribute's top junction-tree clique
 
     @property
     def cliques(self) -> list[tuple[str, ...]]:
@@ -93,7 +95,7 @@ class GraphicalModel:
     def set_calibration(self, jt: JunctionTree, marginals: list[np.ndarray], log_partition: float) -> None:
         """Adopt marginals already computed for these potentials on ``jt`` (saves a pass)."""
         self._jt, self._marginals, self._log_partition = jt, marginals, log_partition
-        self._conditionals, self._parts, self._reduced = {}, {}, {}
+        self._conditionals, self._parts, self._reduced, self._messages, self._tops = {}, {}, {}, {}, None
 
     @property
     def clique_marginals(self) -> list[np.ndarray]:
@@ -125,6 +127,9 @@ class GraphicalModel:
                 part = part.reshape(broadcast_shape(self.domain, attrs, group))
                 table = part if table is None else table * part
             return table * self.total
+        table = self._project_by_messages(attrs)
+        if table is not None:
+            return table * (self.total / table.sum())
         nodes, top = self._subtree(attrs)
         scope = self.domain.canonical(set(attrs).union(*(jt.cliques[i] for i in nodes)))
         if len(scope) <= _EINSUM_LABELS:
@@ -133,6 +138,63 @@ class GraphicalModel:
             log_table = variable_elimination(self.domain, self._subtree_factors(nodes, top), attrs)
             table = np.exp(log_table - log_table.max())
         return table * (self.total / table.sum())
+
+    def _project_by_messages(self, attrs: tuple[str, ...]) -> np.ndarray | None:
+        """The marginal over ``attrs`` (one component, no single clique) by messages up the subtree that joins
+        each attribute's top clique, memoised across calls; ``None`` if a message would be large.
+
+        The message of clique ``v`` is ``P(A \\ S_v | S_v)`` for the wanted attributes ``A`` placed at or below
+        it (each at the top clique of its own subtree of cliques, so the subtree below ``v`` depends on ``A``
+        alone): a marginal's branches are mostly shared with thousands of others (AIM scores every 3-way
+        marginal), so most of its messages are already there and each marginal costs a contraction or two.
+        """
+        jt = self.junction_tree
+        if self._tops is None:
+            self._tops = {}
+            for v in range(len(jt.cliques) - 1, -1, -1):   # breadth-first: the top clique comes last
+                self._tops.update(dict.fromkeys(jt.cliques[v], v))
+        hosted: dict[int, set] = {}   # clique -> wanted attributes placed at or below it, on the subtree
+        paths = []
+        for a in attrs:
+            path = [self._tops[a]]
+            while jt.parent[path[-1]] >= 0:
+                path.append(jt.parent[path[-1]])
+            paths.append(path)
+        common = set(paths[0]).intersection(*map(set, paths[1:]))
+        top = next(v for v in paths[0] if v in common)
+        for a, path in zip(attrs, paths):
+            for v in path[: path.index(top)]:
+                hosted.setdefault(v, set()).add(a)
+        domain = self.domain
+        limit = 16 * max(domain.size(attrs), max(domain.size(jt.cliques[v]) for v in (*hosted, top)))
+        if any(domain.size(set(jt.separators[v]) | wanted) > limit for v, wanted in hosted.items()):
+            return None
+        nodes = set(hosted) | {top}
+
+        def message(v: int) -> tuple[tuple[str, ...], np.ndarray]:
+            wanted = domain.canonical(hosted[v])
+            key = (v, wanted)
+            out = self._messages.get(key)
+            if out is None:
+                scope = domain.canonical(set(wanted) | set(jt.separators[v]))
+                out = self._messages[key] = (scope, self._combine(v, top, nodes, wanted, scope, message))
+            return out
+        return self._combine(top, top, nodes, attrs, attrs, message)
+
+    def _combine(self, v: int, top: int, nodes: set[int], wanted: tuple[str, ...], keep: tuple[str, ...],
+                 message) -> np.ndarray:
+        """Clique ``v``'s reduced factor times its children's messages on the subtree, summed down to ``keep``."""
+        factors = [self._reduced_factor(v, top, nodes, wanted)]
+        factors += [message(c) for c in self.junction_tree.children[v] if c in nodes]
+        label = {a: k for k, a in enumerate(set().union(*(c for c, _ in factors)))}
+        # Pairwise, summing out each attribute as soon as no later factor has it (no path search per call).
+        scope, table = factors[0]
+        for i, (c, t) in enumerate(factors[1:], start=2):
+            later = set(keep).union(*(f for f, _ in factors[i:]))
+            joined = self.domain.canonical(a for a in set(scope) | set(c) if a in later)
+            table = np.einsum(table, [label[a] for a in scope], t, [label[a] for a in c], [label[a] for a in joined])
+            scope = joined
+        return np.einsum(table, [label[a] for a in scope], [label[a] for a in keep])
 
     def _contract_subtree(self, nodes: set[int], top: int, attrs: tuple[str, ...]) -> np.ndarray:
         """Marginal over ``attrs`` of ``μ_top · Π_{C ≠ top} μ_C / μ_S`` on the subtree, in probability space.
