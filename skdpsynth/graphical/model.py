@@ -17,6 +17,10 @@ from .junction_tree import JunctionTree, broadcast_shape, sum_out
 
 # numpy's einsum takes at most 52 distinct axis labels.
 _EINSUM_LABELS = 52
+# A pairwise contraction looping over more cells than this uses numpy's BLAS path (its path search costs ~0.1 ms).
+_BLAS_STEP = 2**16
+# Memory kept for the messages of out-of-clique marginals (per calibrated model).
+_MESSAGE_MEMO_BYTES = 2**28
 
 __all__ = ["GraphicalModel"]
 
@@ -72,6 +76,7 @@ class GraphicalModel:
         self._parts: dict[tuple[str, ...], np.ndarray] = {}   # one component's marginals, for products across them
         self._reduced: dict[tuple, np.ndarray] = {}   # subtree factors summed down (see _reduced_factor)
         self._messages: dict[tuple, tuple] = {}   # see _project_by_messages
+        self._message_bytes = 0
         self._tops: dict[str, int] | None = None   # each attribute's top junction-tree clique
 
     @property
@@ -95,7 +100,8 @@ class GraphicalModel:
     def set_calibration(self, jt: JunctionTree, marginals: list[np.ndarray], log_partition: float) -> None:
         """Adopt marginals already computed for these potentials on ``jt`` (saves a pass)."""
         self._jt, self._marginals, self._log_partition = jt, marginals, log_partition
-        self._conditionals, self._parts, self._reduced, self._messages, self._tops = {}, {}, {}, {}, None
+        self._conditionals, self._parts, self._reduced, self._tops = {}, {}, {}, None
+        self._messages, self._message_bytes = {}, 0
 
     @property
     def clique_marginals(self) -> list[np.ndarray]:
@@ -166,10 +172,16 @@ class GraphicalModel:
             for v in path[: path.index(top)]:
                 hosted.setdefault(v, set()).add(a)
         domain = self.domain
-        limit = 16 * max(domain.size(attrs), max(domain.size(jt.cliques[v]) for v in (*hosted, top)))
-        if any(domain.size(set(jt.separators[v]) | wanted) > limit for v, wanted in hosted.items()):
-            return None
+        limit = 64 * max(domain.size(attrs), max(domain.size(jt.cliques[v]) for v in (*hosted, top)))
         nodes = set(hosted) | {top}
+        # A contraction loops over all the attributes of a clique's factor and of its children's messages.
+        for v in nodes:
+            loop = set(attrs) if v == top else hosted[v] | set(jt.separators[v])
+            for c in jt.children[v]:
+                if c in nodes:
+                    loop |= hosted[c] | set(jt.separators[c])
+            if domain.size(loop) > limit:
+                return None
 
         def message(v: int) -> tuple[tuple[str, ...], np.ndarray]:
             wanted = domain.canonical(hosted[v])
@@ -177,7 +189,12 @@ class GraphicalModel:
             out = self._messages.get(key)
             if out is None:
                 scope = domain.canonical(set(wanted) | set(jt.separators[v]))
-                out = self._messages[key] = (scope, self._combine(v, top, nodes, wanted, scope, message))
+                out = (scope, self._combine(v, top, nodes, wanted, scope, message))
+                if self._message_bytes + out[1].nbytes > _MESSAGE_MEMO_BYTES:
+                    # Bounded memory: a cleared message is recomputed when asked again.
+                    self._messages, self._message_bytes = {}, 0
+                self._messages[key] = out
+                self._message_bytes += out[1].nbytes
             return out
         return self._combine(top, top, nodes, attrs, attrs, message)
 
@@ -192,7 +209,10 @@ class GraphicalModel:
         for i, (c, t) in enumerate(factors[1:], start=2):
             later = set(keep).union(*(f for f, _ in factors[i:]))
             joined = self.domain.canonical(a for a in set(scope) | set(c) if a in later)
-            table = np.einsum(table, [label[a] for a in scope], t, [label[a] for a in c], [label[a] for a in joined])
+            # Large steps go through numpy's BLAS-backed pairwise contraction; small ones skip its path search.
+            big = self.domain.size(set(scope) | set(c)) > _BLAS_STEP
+            table = np.einsum(table, [label[a] for a in scope], t, [label[a] for a in c], [label[a] for a in joined],
+                              optimize=big)
             scope = joined
         return np.einsum(table, [label[a] for a in scope], [label[a] for a in keep])
 
