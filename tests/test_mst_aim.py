@@ -262,3 +262,30 @@ def test_aim_lazy_selection_selects_what_scoring_every_candidate_selects(monkeyp
     # After the first round (no earlier scores) many candidates are not scored (49% are, on this table).
     later = lazy_counts[1:]
     assert sum(a for a, _ in later) < 0.75 * sum(n for _, n in later)
+
+
+def test_candidate_errors_bounds_hold_and_restart_for_unrelated_models():
+    from skdpsynth.graphical import GraphicalModel
+    from skdpsynth.synthesizers.select_measure import CandidateErrors
+
+    rng = np.random.default_rng(0)
+    dom = Domain(list("abcd"), [2, 3, 2, 3])
+    answers = {c: rng.multinomial(100, np.full(dom.size(c), 1 / dom.size(c))).astype(float)
+               for c in [("a",), ("a", "b"), ("c", "d"), ("a", "b", "c")]}
+    cands = list(answers)
+    errors = CandidateErrors(dom, answers, cands)
+    first = GraphicalModel(dom, {("a", "b"): rng.normal(size=(2, 3))}, total=100.0)
+    errors.track(first)
+    low, high = errors.bounds()
+    assert np.all(low == 0) and np.all(high >= 200)           # nothing computed yet: 0 ≤ error ≤ N + total
+    exact = [errors.exact(i) for i in range(len(cands))]
+    grown = GraphicalModel(dom, {("a", "b"): rng.normal(size=(2, 3)), ("c", "d"): rng.normal(size=(2, 3))},
+                           total=90.0)
+    errors.track(grown)
+    low, high = errors.bounds()
+    now = [np.abs(answers[c] - grown.project(c).ravel()).sum() for c in cands]
+    assert np.all(low <= now) and np.all(now <= high) and np.all(high < 200)
+    assert not np.allclose(exact, now)
+    # A model whose cliques do not include the current ones: the bounds start again from N + total.
+    errors.track(GraphicalModel(dom, {("b", "c"): rng.normal(size=(3, 2))}, total=100.0))
+    assert np.all(errors.bounds()[1] >= 200)

@@ -20,7 +20,7 @@ _EINSUM_LABELS = 52
 # A pairwise contraction looping over more cells than this uses numpy's BLAS path (its path search costs ~0.1 ms).
 _BLAS_STEP = 2**16
 # Memory kept for the messages of out-of-clique marginals (per calibrated model).
-_MESSAGE_MEMO_BYTES = 2**28
+_MESSAGE_MEMO_BYTES = 2**27
 
 __all__ = ["GraphicalModel"]
 
@@ -172,15 +172,16 @@ class GraphicalModel:
             for v in path[: path.index(top)]:
                 hosted.setdefault(v, set()).add(a)
         domain = self.domain
-        limit = 64 * max(domain.size(attrs), max(domain.size(jt.cliques[v]) for v in (*hosted, top)))
+        # Messages (kept) at most 16 times the biggest table involved, and no more than 2^21 cells (16 MB) unless
+        # that table is larger; a contraction (a clique's factor with its children's messages) loops over at
+        # most 4 times that.
+        largest = max(domain.size(attrs), max(domain.size(jt.cliques[v]) for v in (*hosted, top)))
+        kept_limit = min(16 * largest, max(largest, 2**21))
         nodes = set(hosted) | {top}
-        # A contraction loops over all the attributes of a clique's factor and of its children's messages.
         for v in nodes:
-            loop = set(attrs) if v == top else hosted[v] | set(jt.separators[v])
-            for c in jt.children[v]:
-                if c in nodes:
-                    loop |= hosted[c] | set(jt.separators[c])
-            if domain.size(loop) > limit:
+            kept = set(attrs) if v == top else hosted[v] | set(jt.separators[v])
+            loop = kept.union(*(hosted[c] | set(jt.separators[c]) for c in jt.children[v] if c in nodes))
+            if domain.size(kept) > kept_limit or domain.size(loop) > 4 * kept_limit:
                 return None
 
         def message(v: int) -> tuple[tuple[str, ...], np.ndarray]:

@@ -10,7 +10,10 @@ Workload-aware select-measure-generate:
    * keep the candidates whose junction tree stays within
      ``max_model_size · ρ_used / ρ`` MB (or that the model already covers);
    * select one with the exponential mechanism on
-     ``w_r (‖M_r(D) − M_r(p)‖₁ − √(2/π) σ n_r)`` (sensitivity ``max w_r``);
+     ``w_r (‖M_r(D) − M_r(p)‖₁ − √(2/π) σ n_r)`` (sensitivity ``max w_r``),
+     computed lazily: the same distribution, scoring only the candidates
+     whose upper bound (an earlier score plus how far the model can have
+     moved since) could still win;
    * measure it with Gaussian noise σ and re-estimate (warm start);
    * annealing: if the model's answer on the new clique moved by less than the
      expected noise ``√(2/π) σ n_r``, halve σ and double ε for later rounds;

@@ -148,10 +148,14 @@ class CandidateErrors:
         self.model: GraphicalModel | None = None
 
     def track(self, model: GraphicalModel) -> None:
-        """Move to ``model`` (whose cliques include the current model's)."""
+        """Move to ``model``: the bounds follow when its cliques include the current model's, else restart."""
         if self.model is not None and model is not self.model:
-            change = marginal_change_bounds(model, self.model, self._index)
-            self._moved += model.total * change + abs(model.total - self.model.total)
+            try:
+                change = marginal_change_bounds(model, self.model, self._index)
+            except ValueError:   # not nested (a caller's own models): forget, every error is bounded by N + total
+                self._error[:] = np.nan
+            else:
+                self._moved += model.total * change + abs(model.total - self.model.total)
         self.model = model
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
