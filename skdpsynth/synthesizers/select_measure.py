@@ -2,10 +2,10 @@
 
 * :func:`measure_marginals` — Gaussian measurement of marginals, recorded in the ledger;
 * :func:`compile_workload` — AIM's candidate set (downward closure) and weights;
-* :func:`candidate_errors` — AIM's quality score: weighted L1 error of the
-  model minus the expected L1 norm of the measurement noise;
-* :class:`CandidateErrors` — those L1 errors computed on demand, with bounds
-  for the others (AIM's lazy selection);
+* :class:`CandidateErrors` — the L1 errors of the model on AIM's candidates
+  (its quality score is ``w_r`` times the error minus the expected L1 norm
+  of the measurement noise), computed on demand, with bounds for the others
+  (AIM's lazy selection);
 * :func:`filter_by_model_size`, :func:`model_size_check` — AIM's junction-tree size guard;
 * :func:`resolve_workload` — a workload hyper-parameter as weighted cliques.
 
@@ -28,7 +28,6 @@ from ..privacy import PrivacyLedger, gaussian_mechanism
 __all__ = [
     "measure_marginals",
     "compile_workload",
-    "candidate_errors",
     "CandidateErrors",
     "filter_by_model_size",
     "model_size_check",
@@ -92,32 +91,6 @@ def compile_workload(workload: Iterable[tuple[Clique, float]], domain: Domain) -
     return {**missing, **weights} if missing else weights
 
 
-def candidate_errors(
-    model: GraphicalModel,
-    answers: Mapping[Clique, np.ndarray],
-    weights: Mapping[Clique, float],
-    noise_sd: float | Callable[[Clique], float],
-    candidates: Iterable[Clique],
-) -> dict[Clique, float]:
-    """Quality scores ``w_r (‖y_r − M_r(p)‖₁ − √(2/π) σ n_r)`` of the candidates.
-
-    ``answers[r]`` is what the score compares the model with (the true
-    marginal in AIM, a noisy one in RandDPGen); ``noise_sd`` is the s.d. of the
-    measurement that would follow (a number, or a function of the clique).
-    """
-    out = {}
-    for r in candidates:
-        sd = noise_sd(r) if callable(noise_sd) else noise_sd
-        n_cells = answers[r].size
-        bias = np.sqrt(2 / np.pi) * sd * n_cells
-        out[r] = weights[r] * (_l1_error(model, answers[r], r) - bias)
-    return out
-
-
-def _l1_error(model: GraphicalModel, answer: np.ndarray, clique: Clique) -> float:
-    return float(np.abs(answer - model.project(clique).ravel()).sum())
-
-
 class CandidateErrors:
     """The L1 errors ``‖y_r − M_r(p)‖₁`` of the candidates, computed on demand, with bounds for all of them.
 
@@ -133,6 +106,20 @@ class CandidateErrors:
     answers : mapping of clique -> ndarray
         What the model is compared with (flattened marginals, all summing to ``N``).
     candidates : sequence of cliques
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import GraphicalModel
+    >>> from skdpsynth.synthesizers.select_measure import CandidateErrors
+    >>> dom = Domain(["a", "b"], [2, 2])
+    >>> errors = CandidateErrors(dom, {("a", "b"): np.array([10.0, 0.0, 0.0, 10.0])}, [("a", "b")])
+    >>> errors.track(GraphicalModel(dom, {}, total=20.0))     # uniform: 5 per cell
+    >>> errors.exact(0)
+    20.0
+    >>> [round(float(b[0]), 6) for b in errors.bounds()]   # just computed: both at the error (plus a 1e-9 slack)
+    [20.0, 20.0]
     """
 
     # Relative slack on the bounds: the errors are sums of up to 10^4-10^6 rounded terms.
@@ -170,7 +157,7 @@ class CandidateErrors:
     def exact(self, i: int) -> float:
         """The error of candidate ``i`` under the current model (remembered for later bounds)."""
         r = self.candidates[i]
-        error = self._error[i] = _l1_error(self.model, self.answers[r], r)
+        error = self._error[i] = float(np.abs(self.answers[r] - self.model.project(r).ravel()).sum())
         self._moved[i] = 0.0
         return error
 
@@ -207,6 +194,15 @@ def model_size_check(
     touched components: a round that grows one component leaves every
     candidate that does not touch it at no cost.  Answers are memoised too,
     so a caller may ask about the same candidate more than once.
+
+    Examples
+    --------
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.synthesizers.select_measure import model_size_check
+    >>> dom = Domain(["a", "b", "c"], [10, 10, 10])
+    >>> fits = model_size_check(dom, [("a", "b")], size_limit_mb=0.005)   # 655 cells of float64
+    >>> fits(("a",)), fits(("b", "c")), fits(("a", "b", "c"))
+    (True, True, False)
     """
     cache = {} if cache is None else cache
     # Connected components of the model's attributes (every attribute is in a 1-way clique or a singleton).
