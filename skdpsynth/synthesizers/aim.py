@@ -213,7 +213,10 @@ class AIMSynthesizer(BaseSynthesizer):
 
             bias = np.sqrt(2 / np.pi) * sigma * n_cells
 
+            scored = []
+
             def score(i: int) -> float:
+                scored.append(i)
                 return weight[i] * (errors.exact(i) - bias[i])
 
             # Scoring and size-checking every candidate each round is what made wide tables slow (20,875
@@ -241,7 +244,8 @@ class AIMSynthesizer(BaseSynthesizer):
             self.selected_.append(chosen)
             self._log(
                 f"round {len(self.selected_)}: {chosen} (sigma {sigma:.1f}), budget used {rho_used / rho:.1%}, "
-                f"residual {info.residual:.3f} sigma, model {model.size_mb():.2f} MB, {info.iterations} iterations"
+                f"residual {info.residual:.3f} sigma, model {model.size_mb():.2f} MB, {info.iterations} iterations, "
+                f"{len(scored):,} of {len(candidates):,} candidates scored"
             )
             if not terminate and np.abs(after - before).sum() <= np.sqrt(2 / np.pi) * sigma * after.size:
                 sigma /= 2
