@@ -547,6 +547,55 @@ def _curator(args) -> int:
 
 
 def main(argv=None) -> int:
+    """Run the ``skdpsynth`` command with the arguments ``argv``; returns its exit status.
+
+    The subcommands are ``synthesize`` (a CSV file), ``demo`` (the bundled
+    Adult data), and the federated roles ``party`` and ``curator`` (the
+    file-based protocol); see the module docstring and ``skdpsynth --help``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The command-line arguments without the program name, e.g.
+        ``["synthesize", "data.csv", "--schema", "schema.json"]``; by default
+        ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success; 2 for a mistake in the input (a
+        missing or invalid file, schema or value, an unwritable output), after
+        a one-line ``skdpsynth: error: ...`` on stderr; 3 (:data:`WAITING`)
+        when ``curator --no-wait`` waits for the parties.
+
+    Raises
+    ------
+    SystemExit
+        As :mod:`argparse` does, for a usage error (status 2) or ``--help``
+        (status 0).
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> import pandas as pd
+    >>> from skdpsynth.cli import main
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     data = os.path.join(tmp, "data.csv")
+    ...     pd.DataFrame({"age": [23, 35, 47, 52, 61, 29] * 10,
+    ...                   "color": ["red", "blue", "red", "blue", "red", "red"] * 10}).to_csv(data, index=False)
+    ...     schema = os.path.join(tmp, "schema.json")
+    ...     with open(schema, "w") as f:
+    ...         json.dump({"age": {"type": "numeric", "bounds": [18, 90]}, "color": ["red", "blue"]}, f)
+    ...     out = os.path.join(tmp, "synthetic.csv")
+    ...     status = main(["synthesize", data, "--schema", schema, "--epsilon", "1", "--rows", "5",
+    ...                    "--seed", "0", "-q", "-o", out])
+    ...     synthetic = pd.read_csv(out)
+    ...     missing = main(["synthesize", os.path.join(tmp, "missing.csv"), "-q"])  # one line on stderr
+    >>> status, synthetic.shape, list(synthetic.columns)
+    (0, (5, 2), ['age', 'color'])
+    >>> missing
+    2
+    """
     ap = argparse.ArgumentParser(prog="skdpsynth", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
 

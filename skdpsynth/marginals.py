@@ -383,6 +383,19 @@ def marginals(
     Returns
     -------
     dict mapping each canonical clique to its table
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.marginals import marginals
+    >>> dom = Domain(["a", "b", "c"], [2, 2, 3])
+    >>> codes = np.array([[0, 1, 2], [1, 1, 0], [1, 0, 2], [0, 1, 2]])
+    >>> tables = marginals(codes, dom, [("a", "b"), ("c",), ("b", "a")])
+    >>> sorted(tables)
+    [('a', 'b'), ('c',)]
+    >>> tables[("a", "b")].tolist(), tables[("c",)].tolist()
+    ([[0.0, 2.0], [1.0, 1.0]], [1.0, 0.0, 3.0])
     """
     if _is_lazy(codes):
         return codes.marginals(domain, cliques, weights)
@@ -474,6 +487,15 @@ def downward_closure(cliques: Iterable[Iterable[str]], domain: Domain | None = N
 
     With a ``domain`` the subsets are canonical; without one each clique's own
     order is kept (cliques should then already be canonical).
+
+    Examples
+    --------
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.marginals import downward_closure
+    >>> downward_closure([("a", "b"), ("b", "c")])
+    [('a',), ('b',), ('c',), ('a', 'b'), ('b', 'c')]
+    >>> downward_closure([("c", "a")], Domain(["a", "b", "c"], [2, 2, 2]))
+    [('a',), ('c',), ('a', 'c')]
     """
     out: set[Clique] = set()
     for c in cliques:
@@ -484,7 +506,14 @@ def downward_closure(cliques: Iterable[Iterable[str]], domain: Domain | None = N
 
 
 def maximal_cliques(cliques: Iterable[Iterable[str]]) -> list[Clique]:
-    """The cliques not contained in another one (first occurrence kept, order preserved)."""
+    """The cliques not contained in another one (first occurrence kept, order preserved).
+
+    Examples
+    --------
+    >>> from skdpsynth.marginals import maximal_cliques
+    >>> maximal_cliques([("a",), ("a", "b"), ("b", "a"), ("c",), ("b", "c")])
+    [('a', 'b'), ('b', 'c')]
+    """
     cliques = [tuple(c) for c in cliques]
     sets = [frozenset(c) for c in cliques]
     out, seen = [], set()

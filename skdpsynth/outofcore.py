@@ -95,6 +95,23 @@ def read_out_of_core(X, domain):
     ------
     ValueError
         When ``domain`` is missing or lacks a column of the data.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import dask.dataframe as dd, pandas as pd
+    >>> from skdpsynth.outofcore import read_out_of_core
+    >>> frame = pd.DataFrame({"a": [0, 1, 1, 2], "b": ["x", "y", "y", "y"]})
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     frame.to_parquet(os.path.join(tmp, "part-0.parquet"))
+    ...     lazy = read_out_of_core(os.path.join(tmp, "*.parquet"), {"b": ["x", "y"], "a": 3})
+    ...     rows = lazy.compute().to_numpy().tolist()
+    >>> list(lazy.columns), rows                # the domain's columns, in its order
+    (['b', 'a'], [['x', 0], ['y', 1], ['y', 1], ['y', 2]])
+    >>> read_out_of_core(dd.from_pandas(frame, npartitions=2), {"a": 3})
+    Traceback (most recent call last):
+    ...
+    ValueError: Out-of-core data need the public domain of every column; domain= lacks ['b']. ...
     """
     given = domain.to_dict() if isinstance(domain, Domain) else dict(domain or {})
     if not given:
@@ -177,6 +194,23 @@ class DaskCodes:
         :mod:`skdpsynth.synthesizers.base`), one per column of the domain, in its order.
     transforms : sequence of callables, optional
         Applied in order to each partition's codes.
+
+    Examples
+    --------
+    Built by :func:`as_dask_codes` (as ``fit`` does) rather than directly:
+
+    >>> import dask.dataframe as dd, numpy as np, pandas as pd
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.outofcore import as_dask_codes
+    >>> frame = pd.DataFrame({"a": [0, 1, 1, 2], "b": ["x", "y", "y", "y"]})
+    >>> codes = as_dask_codes(dd.from_pandas(frame, npartitions=2), {"a": 3, "b": ["x", "y"]})
+    >>> codes.npartitions, codes.domain
+    (2, Domain(a=3, b=2))
+    >>> {c: t.tolist() for c, t in codes.marginals(codes.domain, [("a",), ("b",)]).items()}
+    {('a',): [1.0, 2.0, 1.0], ('b',): [1.0, 3.0]}
+    >>> merged = codes.map_codes(lambda c: np.minimum(c, 1))   # lazy: runs as each partition is counted
+    >>> merged.marginals(Domain(["a", "b"], [2, 2]), [("a",)])[("a",)].tolist()
+    [1.0, 3.0]
     """
 
     # How skdpsynth.marginals recognises lazy codes without importing this module.

@@ -60,6 +60,13 @@ def available_memory() -> int | None:
 
     Linux's ``MemAvailable`` (what can be allocated without swapping), else
     the free physical pages.
+
+    Examples
+    --------
+    >>> from skdpsynth.utils import available_memory
+    >>> mem = available_memory()                # varies by machine; None if the platform does not say
+    >>> mem is None or (isinstance(mem, int) and mem > 0)
+    True
     """
     try:
         with open("/proc/meminfo") as f:
@@ -75,7 +82,17 @@ def available_memory() -> int | None:
 
 
 def format_bytes(n: float) -> str:
-    """``n`` bytes as a short human-readable size (``"74.5 GiB"``)."""
+    """``n`` bytes as a short human-readable size (``"74.5 GiB"``).
+
+    Binary units (1 KiB = 1024 B) up to TiB; whole bytes below 1 KiB, one
+    decimal above.
+
+    Examples
+    --------
+    >>> from skdpsynth.utils import format_bytes
+    >>> format_bytes(512), format_bytes(1536), format_bytes(80 * 2**30)
+    ('512 B', '1.5 KiB', '80.0 GiB')
+    """
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

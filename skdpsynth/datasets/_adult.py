@@ -19,12 +19,33 @@ def _data_path(name: str) -> Path:
 
 
 def adult_discretized_paths() -> tuple[Path, Path]:
-    """Paths of the bundled integer-coded Adult CSV (gzip) and its domain JSON."""
+    """Paths of the bundled integer-coded Adult CSV (gzip) and its domain JSON.
+
+    Examples
+    --------
+    >>> from skdpsynth.datasets import adult_discretized_paths
+    >>> csv, domain_json = adult_discretized_paths()
+    >>> csv.name, domain_json.name
+    ('adult-discretized.csv.gz', 'adult-discretized-domain.json')
+    >>> csv.exists() and domain_json.exists()
+    True
+    """
     return _data_path("adult-discretized.csv.gz"), _data_path("adult-discretized-domain.json")
 
 
 def adult_schema_path() -> Path:
-    """Path of the public schema of the raw Adult table (the JSON format of ``TableDiscretizer``)."""
+    """Path of the public schema of the raw Adult table (the JSON format of ``TableDiscretizer``).
+
+    Examples
+    --------
+    >>> import json
+    >>> from skdpsynth.datasets import adult_schema_path
+    >>> path = adult_schema_path()
+    >>> path.name, path.exists()
+    ('adult-schema.json', True)
+    >>> json.loads(path.read_text())["sex"]
+    {'type': 'categorical', 'categories': ['Female', 'Male']}
+    """
     return _data_path("adult-schema.json")
 
 

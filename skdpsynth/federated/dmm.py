@@ -59,7 +59,15 @@ PROTOCOLS = ("secure_sum", "indicator")
 
 @dataclass(frozen=True)
 class PartyShare:
-    """One involved party's part in measuring a marginal: its attributes of ``r`` and its budget."""
+    """One involved party's part in measuring a marginal: its attributes of ``r`` and its budget.
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.dmm import PartyShare, secure_sum_variance
+    >>> share = PartyShare(slice=0, party="party0.0", attrs=("a",), rho=0.5, n_rows=3)
+    >>> share.attrs, secure_sum_variance([[share]])   # its noise share: 1 / (2 * 0.5)
+    (('a',), 1.0)
+    """
 
     slice: int
     party: str
@@ -108,14 +116,38 @@ def split_budget(partition, domain: Domain, attrs: Sequence[str], rho: float) ->
 
 
 def secure_sum_variance(shares: list[list[PartyShare]], n_repeats: int = 1) -> float:
-    """Exact per-cell variance of protocol A: ``Σ_i Σ_j 1 / (2 e ρ_ij)``."""
+    """Exact per-cell variance of protocol A: ``Σ_i Σ_j 1 / (2 e ρ_ij)``.
+
+    Examples
+    --------
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated import HybridPartition
+    >>> from skdpsynth.federated.dmm import secure_sum_variance, split_budget
+    >>> part = HybridPartition([[0, 1, 2], [3, 4, 5]], [["a"], ["b", "c"]])
+    >>> shares = split_budget(part, Domain(["a", "b", "c"], [2, 3, 2]), ["a", "b"], 1.0)
+    >>> secure_sum_variance(shares), secure_sum_variance(shares, n_repeats=2)
+    (4.0, 2.0)
+    """
     return float(sum(1.0 / (2.0 * n_repeats * s.rho) for slice_ in shares for s in slice_))
 
 
 def indicator_variance(shares: list[list[PartyShare]], domain: Domain, n_repeats: int = 1,
                        shortcut: bool = True) -> float:
     """Mean per-cell variance of protocol B, ``V̄_B`` (spec §3.2.3); with ``shortcut``, single-party
-    slices release a noisy marginal (variance ``1 / (2 e ρ')`` per cell)."""
+    slices release a noisy marginal (variance ``1 / (2 e ρ')`` per cell).
+
+    Examples
+    --------
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated import HybridPartition
+    >>> from skdpsynth.federated.dmm import indicator_variance, split_budget
+    >>> dom = Domain(["a", "b", "c"], [2, 3, 2])
+    >>> part = HybridPartition([[0, 1, 2], [3, 4, 5]], [["a"], ["b", "c"]])
+    >>> indicator_variance(split_budget(part, dom, ["a", "b"], 1.0), dom)   # grows with the slice sizes
+    11.0
+    >>> indicator_variance(split_budget(part, dom, ["b", "c"], 1.0), dom)   # single-party shortcut
+    1.0
+    """
     total = 0.0
     for slice_ in shares:
         if not slice_:
@@ -130,13 +162,31 @@ def indicator_variance(shares: list[list[PartyShare]], domain: Domain, n_repeats
 
 
 def paper_bound_variance(n_slices: int, n_vertical: int, rho: float, n_repeats: int = 1) -> float:
-    """Theorem 4.1's per-cell variance ``K S² / (2 e ρ')`` (not a true bound when ``|r| > S``)."""
+    """Theorem 4.1's per-cell variance ``K S² / (2 e ρ')`` (not a true bound when ``|r| > S``).
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.dmm import paper_bound_variance
+    >>> paper_bound_variance(n_slices=2, n_vertical=2, rho=1.0), paper_bound_variance(2, 2, 1.0, n_repeats=4)
+    (4.0, 1.0)
+    """
     return n_slices * n_vertical**2 / (2.0 * n_repeats * rho)
 
 
 def measurement_variance(partition, domain: Domain, attrs: Sequence[str], rho: float, *, protocol: str,
                          n_repeats: int = 1, shortcut: bool = True) -> float:
-    """The exact (protocol A) or mean (protocol B) per-cell variance of ``DMM(r, ρ')``."""
+    """The exact (protocol A) or mean (protocol B) per-cell variance of ``DMM(r, ρ')``.
+
+    Examples
+    --------
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated import HybridPartition
+    >>> from skdpsynth.federated.dmm import measurement_variance
+    >>> dom = Domain(["a", "b", "c"], [2, 3, 2])
+    >>> part = HybridPartition([[0, 1, 2], [3, 4, 5]], [["a"], ["b", "c"]])
+    >>> [measurement_variance(part, dom, ["a", "b"], 1.0, protocol=p) for p in ("secure_sum", "indicator")]
+    [4.0, 11.0]
+    """
     shares = split_budget(partition, domain, attrs, rho)
     if protocol == "secure_sum":
         return secure_sum_variance(shares, n_repeats)
@@ -146,6 +196,17 @@ def measurement_variance(partition, domain: Domain, attrs: Sequence[str], rho: f
 
 
 def exceeds_paper_bound(partition, domain: Domain, attrs: Sequence[str]) -> bool:
-    """Whether protocol A's exact variance exceeds Theorem 4.1's ``K S² / (2ρ)`` for ``r`` (spec G35)."""
+    """Whether protocol A's exact variance exceeds Theorem 4.1's ``K S² / (2ρ)`` for ``r`` (spec G35).
+
+    Examples
+    --------
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated import HybridPartition
+    >>> from skdpsynth.federated.dmm import exceeds_paper_bound
+    >>> dom = Domain(["a", "b", "c"], [2, 3, 2])
+    >>> part = HybridPartition([[0, 1, 2], [3, 4, 5]], [["a"], ["b", "c"]])   # S = 2 parties per slice
+    >>> exceeds_paper_bound(part, dom, ["a", "b"]), exceeds_paper_bound(part, dom, ["a", "b", "c"])   # |r| > S
+    (False, True)
+    """
     exact = secure_sum_variance(split_budget(partition, domain, attrs, 1.0))
     return exact > paper_bound_variance(partition.n_slices, partition.n_vertical, 1.0) * (1 + 1e-12)

@@ -59,7 +59,17 @@ DONE = "done"
 
 
 class WaitingForParties(RuntimeError):
-    """The curator needs replies that are not in the exchange folder yet."""
+    """The curator needs replies that are not in the exchange folder yet.
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.files import WaitingForParties
+    >>> try:
+    ...     raise WaitingForParties(3, ["party0.1", "party0.0"])
+    ... except WaitingForParties as waiting:
+    ...     print(waiting)
+    waiting for party0.0, party0.1 to answer round 3
+    """
 
     def __init__(self, round_: int, parties):
         self.round = round_
@@ -121,6 +131,21 @@ def read_job(path) -> dict:
     ------
     ValueError
         On anything malformed (naming what).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from skdpsynth.federated import HybridPartition
+    >>> from skdpsynth.federated.files import read_job, write_job
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "job.json")
+    ...     _ = write_job(path, domain={"a": 2, "b": 3}, partition=HybridPartition([[0, 1], [2, 3]], [["a"], ["b"]]),
+    ...                   epsilon=1.0, delta=1e-9, parameters={"max_rounds": 9})
+    ...     job = read_job(path)
+    >>> job["method"], job["epsilon"], job["parameters"], job["domain"].attrs
+    ('hybrid', 1.0, {'max_rounds': 9}, ('a', 'b'))
+    >>> [(p.name, p.columns) for p in job["partition"].parties()]
+    [('party0.0', ('a',)), ('party0.1', ('b',)), ('party1.0', ('a',)), ('party1.1', ('b',))]
     """
     from .partition import HybridPartition
 
@@ -169,6 +194,26 @@ class FileBackend(_Backend):
         again later, replaying from the files).
     poll : float, default=0.2
         Seconds between looks at the folder while waiting.
+
+    Examples
+    --------
+    The first run writes the request and stops; a party writes its reply;
+    the next run (a new backend, from round 0 again) finds it:
+
+    >>> import os, tempfile
+    >>> from skdpsynth.federated.files import FileBackend, WaitingForParties
+    >>> with tempfile.TemporaryDirectory() as exchange:
+    ...     try:
+    ...         FileBackend(["p0"], exchange).call({"p0": b"request bytes"})
+    ...     except WaitingForParties as waiting:
+    ...         print(waiting)
+    ...     print(os.listdir(exchange))
+    ...     with open(os.path.join(exchange, "round-0000.p0.reply"), "wb") as f:
+    ...         _ = f.write(b"reply bytes")
+    ...     print(FileBackend(["p0"], exchange).call({"p0": b"request bytes"}))
+    waiting for p0 to answer round 0
+    ['round-0000.p0.request']
+    {'p0': b'reply bytes'}
     """
 
     kind = "files"
@@ -211,6 +256,16 @@ class CuratorState:
     next ones, so that a replayed fit makes the same choices and sends the
     same sealed seeds.  The file is private (mode 0600): whoever holds it
     can recompute the curator's own noise (its selections).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from skdpsynth.federated.files import CuratorState
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     state = CuratorState(folder, seed=0)
+    ...     again = CuratorState(folder)          # a later run reads the same state
+    ...     print(again.seed, again.dealer_secret == state.dealer_secret, len(again.private_key))
+    0 True 32
     """
 
     FILE = "curator-state.json"
@@ -245,6 +300,41 @@ class FileFederatedData(FederatedData):
     state : CuratorState
     timeout : float or None
         See :class:`FileBackend`.
+
+    Examples
+    --------
+    The curator measures one marginal; every time it stops for missing
+    replies, the parties answer from their own data, and it runs again
+    (replaying the rounds already answered):
+
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from skdpsynth.federated import HybridPartition, combine
+    >>> from skdpsynth.federated.files import (CuratorState, FileFederatedData, WaitingForParties,
+    ...                                        answer_requests, read_job, write_job)
+    >>> codes = np.array([[0, 1], [1, 2], [1, 0], [0, 1]])
+    >>> part = HybridPartition.vertical(4, [["a"], ["b"]])
+    >>> own = {"party0.0": codes[:, [0]], "party0.1": codes[:, [1]]}   # each party's columns
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = write_job(os.path.join(tmp, "job.json"), domain={"a": 2, "b": 3}, partition=part,
+    ...                   epsilon=1e6, delta=1e-9)                         # tiny noise
+    ...     job = read_job(os.path.join(tmp, "job.json"))
+    ...     exchange = os.path.join(tmp, "exchange")
+    ...     data = FileFederatedData(job, exchange, CuratorState(os.path.join(tmp, "curator"), seed=0))
+    ...     while True:
+    ...         try:
+    ...             reply = data.federation(seed=0).measure(("a", "b"), rho=1e5)
+    ...             break
+    ...         except WaitingForParties as waiting:
+    ...             print(waiting)
+    ...             for name in waiting.parties:
+    ...                 _ = answer_requests(job, name, own[name], exchange, os.path.join(tmp, name))
+    waiting for party0.0, party0.1 to answer round 0
+    waiting for party0.0, party0.1 to answer round 1
+    waiting for party0.0, party0.1 to answer round 2
+    >>> values, _ = combine(reply, job["domain"])
+    >>> np.round(values).astype(int).tolist()
+    [0, 2, 0, 1, 0, 1]
     """
 
     def __init__(self, job: dict, exchange, state: CuratorState, *, timeout: float | None = None):
@@ -302,6 +392,31 @@ def answer_requests(job: dict, name: str, data, exchange, state_folder, *, noise
         Its records (see :func:`~skdpsynth.federated.runtime.load_party_codes`).
     exchange, state_folder : path
     noise : {"private", "curator"}, default="private"
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from skdpsynth.federated import HybridPartition
+    >>> from skdpsynth.federated.files import (CuratorState, FileFederatedData, WaitingForParties,
+    ...                                        answer_requests, read_job, write_job)
+    >>> codes = np.array([[0], [1], [1], [0]])                           # party0.0's column "a"
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = write_job(os.path.join(tmp, "job.json"), domain={"a": 2, "b": 3},
+    ...                   partition=HybridPartition.vertical(4, [["a"], ["b"]]), epsilon=1.0, delta=1e-9)
+    ...     job = read_job(os.path.join(tmp, "job.json"))
+    ...     exchange = os.path.join(tmp, "exchange")
+    ...     data = FileFederatedData(job, exchange, CuratorState(os.path.join(tmp, "curator"), seed=0))
+    ...     try:
+    ...         data.federation(seed=0)                                  # the curator's setup requests
+    ...     except WaitingForParties:
+    ...         pass
+    ...     state = os.path.join(tmp, "party0.0")
+    ...     print(answer_requests(job, "party0.0", codes, exchange, state),
+    ...           answer_requests(job, "party0.0", codes, exchange, state))   # nothing new the second time
+    ...     print(sorted(f for f in os.listdir(exchange) if "party0.0" in f))
+    1 0
+    ['round-0000.party0.0.reply', 'round-0000.party0.0.request']
     """
     from ..privacy import cdp_rho
 

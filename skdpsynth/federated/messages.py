@@ -27,7 +27,19 @@ __all__ = ["SliceCount", "NoisyIndicators", "NoisyLocalMarginal", "MeasurementRe
 
 @dataclass(frozen=True)
 class SliceCount:
-    """Protocol A: ``c_i + Σ_j z_ij`` for slice ``i`` (flat over ``attrs`` in domain order)."""
+    """Protocol A: ``c_i + Σ_j z_ij`` for slice ``i`` (flat over ``attrs`` in domain order).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.federated.messages import SliceCount
+    >>> m = SliceCount(0, ("a", "b"), np.array([1.2, 0.1, 2.9, -0.3, 1.0, 2.1]), variance=2.0,
+    ...                party_rhos={"party0.0": 0.5, "party0.1": 0.5})     # 1/(2*0.5) + 1/(2*0.5)
+    >>> m
+    SliceCount(slice=0, attrs=('a', 'b'), variance=2.0, party_rhos={'party0.0': 0.5, 'party0.1': 0.5})
+    >>> m.values.shape
+    (6,)
+    """
 
     slice: int
     attrs: tuple[str, ...]
@@ -38,7 +50,19 @@ class SliceCount:
 
 @dataclass(frozen=True)
 class NoisyIndicators:
-    """Protocol B: party ``party``'s one-hot matrix over ``attrs`` (rows: the slice's roster order) plus noise."""
+    """Protocol B: party ``party``'s one-hot matrix over ``attrs`` (rows: the slice's roster order) plus noise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.federated.messages import NoisyIndicators
+    >>> m = NoisyIndicators(0, "party0.0", ("a",), np.array([[1.1, -0.2], [0.3, 0.8], [0.9, 0.1]]),
+    ...                     variance=1.0, rho=0.5)                        # three records, |a| = 2
+    >>> m
+    NoisyIndicators(slice=0, party='party0.0', attrs=('a',), variance=1.0, rho=0.5)
+    >>> m.matrix.shape
+    (3, 2)
+    """
 
     slice: int
     party: str
@@ -50,7 +74,18 @@ class NoisyIndicators:
 
 @dataclass(frozen=True)
 class NoisyLocalMarginal:
-    """Protocol B shortcut: a party holding every attribute of ``r`` in its slice releases its noisy marginal."""
+    """Protocol B shortcut: a party holding every attribute of ``r`` in its slice releases its noisy marginal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.federated.messages import NoisyLocalMarginal
+    >>> m = NoisyLocalMarginal(1, "party1.0", ("a",), np.array([2.3, 0.8]), variance=0.5, rho=1.0)
+    >>> m
+    NoisyLocalMarginal(slice=1, party='party1.0', attrs=('a',), variance=0.5, rho=1.0)
+    >>> m.values.tolist()
+    [2.3, 0.8]
+    """
 
     slice: int
     party: str
@@ -62,7 +97,20 @@ class NoisyLocalMarginal:
 
 @dataclass(frozen=True)
 class MeasurementReply:
-    """The messages of one distributed marginal measurement ``DMM(r, ρ')``."""
+    """The messages of one distributed marginal measurement ``DMM(r, ρ')``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.federated.messages import MeasurementReply, SliceCount
+    >>> parts = (SliceCount(0, ("a",), np.array([2.1, 0.9]), 2.0, {"party0.0": 0.5, "party0.1": 0.5}),
+    ...          SliceCount(1, ("a",), np.array([1.2, 3.1]), 0.5, {"party1.0": 1.0}))
+    >>> reply = MeasurementReply(("a",), rho=0.5, n_repeats=2, protocol="secure_sum", parts=parts)
+    >>> reply
+    MeasurementReply(attrs=('a',), rho=0.5, n_repeats=2, protocol='secure_sum')
+    >>> reply.zcdp_charged, reply.party_rhos()
+    (1.0, {'party0.0': 0.5, 'party0.1': 0.5, 'party1.0': 1.0})
+    """
 
     attrs: tuple[str, ...]
     rho: float  # the call's budget ρ' (each slice's parties spend it in total, times n_repeats)
@@ -112,6 +160,22 @@ def combine(reply: MeasurementReply, domain: Domain) -> tuple[np.ndarray, float]
     variance : float
         Per-cell variance (exact for protocol A; the mean over cells for
         protocol B, spec §3.2.3).
+
+    Examples
+    --------
+    Protocol B: slice 0's two parties send noisy one-hot matrices (here
+    without noise, to show the product), slice 1's single party its marginal:
+
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated.messages import MeasurementReply, NoisyIndicators, NoisyLocalMarginal, combine
+    >>> dom = Domain(["a", "b"], [2, 3])
+    >>> a = NoisyIndicators(0, "party0.0", ("a",), np.eye(2)[[0, 1, 0]], variance=1.0, rho=0.5)
+    >>> b = NoisyIndicators(0, "party0.1", ("b",), np.eye(3)[[1, 2, 1]], variance=1.0, rho=0.5)
+    >>> m = NoisyLocalMarginal(1, "party1.0", ("a", "b"), np.array([0.4, 2.2, -0.1, 1.1, 0.0, 0.8]), 0.5, 1.0)
+    >>> values, variance = combine(MeasurementReply(("a", "b"), 1.0, 1, "indicator", (a, b, m)), dom)
+    >>> values.round(1).tolist(), variance
+    ([0.4, 4.2, -0.1, 1.1, 0.0, 1.8], 6.0)
     """
     attrs = domain.canonical(reply.attrs)
     n_cells = domain.size(attrs)

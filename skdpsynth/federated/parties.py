@@ -83,6 +83,20 @@ class Party:
         the slice's roster order.
     domain : Domain
         The public domain (sizes of its columns).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated import HybridPartition, Party
+    >>> dom = Domain(["a", "b"], [2, 3])
+    >>> spec = HybridPartition.vertical(4, [["a"], ["b"]]).parties()[1]
+    >>> party = Party(spec, np.array([[1], [2], [0], [1]]), dom)    # its column "b" for the 4 records
+    >>> party
+    Party('party0.1', slice=0, columns=['b'], n_rows=4)
+    >>> m = party.noisy_local_marginal(("b",), variance=1e-6, rho=5e5, rng=np.random.default_rng(0))  # tiny noise
+    >>> np.round(m.values).astype(int).tolist()
+    [1, 2, 1]
     """
 
     def __init__(self, spec, codes: np.ndarray, domain: Domain):
@@ -630,6 +644,23 @@ class ReplayFederation:
     LookupError
         From :meth:`measure`, if a request differs from the logged one (or
         the log is exhausted).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated import Federation, HybridPartition, ReplayFederation
+    >>> dom = Domain(["a", "b"], [2, 3])
+    >>> codes = np.array([[0, 1], [1, 2], [1, 0], [0, 1]])
+    >>> fed = Federation.from_codes(codes, dom, HybridPartition.vertical(4, [["a"], ["b"]]), seed=0)
+    >>> first, second = fed.measure(("a", "b"), rho=1.0), fed.measure(("a",), rho=0.5)
+    >>> replay = ReplayFederation(fed.replies)                 # no data, only the log
+    >>> replay.measure(("a", "b"), rho=1.0) is first
+    True
+    >>> replay.measure(("b",), rho=0.5)
+    Traceback (most recent call last):
+    ...
+    LookupError: Request 1 asks for ('b',) at rho=0.5 (secure_sum, e=1); the log has ('a',) at rho=0.5 (secure_sum, e=1).
     """
 
     def __init__(self, replies: Sequence[MeasurementReply]):

@@ -142,6 +142,23 @@ def load_party_codes(source, name: str, columns: tuple, sizes: tuple, n_rows: in
         Naming the party and column, if the data do not fit the job (missing
         columns, another number of rows, codes that are not integers in
         ``[0, size)``).  No statistic of the data is quoted.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import pandas as pd
+    >>> from skdpsynth.federated.runtime import load_party_codes
+    >>> frame = pd.DataFrame({"b": [2, 0, 1], "a": [1, 1, 0], "other": [5, 6, 7]})
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "alice.csv")
+    ...     frame.to_csv(path, index=False)
+    ...     codes = load_party_codes(path, "alice", ("a", "b"), (2, 3), n_rows=3)
+    >>> codes.tolist(), codes.dtype.name       # the job's columns, in its order
+    ([[1, 2], [1, 0], [0, 1]], 'int64')
+    >>> load_party_codes(frame, "alice", ("a", "b"), (2, 2), n_rows=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: Party 'alice': column 'b' has codes outside [0, 2) of the public domain.
     """
     import pandas as pd
 
@@ -197,6 +214,18 @@ class PartyHost:
         curator sends, so a fit is reproducible, and the curator, who knows
         the seed, can remove the noise; for tests and benchmarks only (the
         curator then warns with a ``PrivacyLeakWarning``).
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.runtime import PartyHost
+    >>> PartyHost("alice.npy")                  # read by the party, where it runs
+    PartyHost(source='alice.npy', worker=None, noise='private')
+    >>> PartyHost("bob.npy", worker="worker-1").worker
+    'worker-1'
+    >>> PartyHost("carol.npy", noise="public")
+    Traceback (most recent call last):
+    ...
+    ValueError: noise must be one of ('private', 'curator'), got 'public'.
     """
 
     source: Any
@@ -235,6 +264,21 @@ class PartyServer:
     the curator), bytes out (a DP message or a protocol packet).  Every
     request is validated (format, sender, operation, fields); anything else
     raises :class:`~skdpsynth.federated.wire.MessageError`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.federated.runtime import CURATOR, PartyServer
+    >>> from skdpsynth.federated.wire import pack
+    >>> server = PartyServer("alice", np.array([[0, 1], [1, 2], [1, 0]]))
+    >>> server                                  # the source is read at the setup request
+    PartyServer('alice', not set up)
+    >>> server.holds()
+    {'party': 'alice', 'columns': None, 'n_rows': None}
+    >>> server.handle(pack("Request", sender=CURATOR, fields={"op": "measure"}))
+    Traceback (most recent call last):
+    ...
+    skdpsynth.federated.wire.MessageError: Message from 'curator': party 'alice' got 'measure' before its setup.
     """
 
     def __init__(self, name: str, source, *, noise: str = "private", private_key: bytes | None = None,
@@ -475,6 +519,25 @@ class LocalBackend(_Backend):
     hosts : mapping of party name to PartyHost (or source)
     servers : mapping of party name to PartyServer, optional
         Ready servers (e.g. around in-process parties); then ``hosts`` may be empty.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated import Federation, HybridPartition
+    >>> from skdpsynth.federated.runtime import LocalBackend, PartyHost
+    >>> dom = Domain(["a", "b"], [2, 3])
+    >>> part = HybridPartition.grid(4, ["a", "b"], n_slices=1, column_groups=[["a"], ["b"]], shuffle=False)
+    >>> codes = np.array([[0, 1], [1, 2], [1, 0], [0, 0]])
+    >>> backend = LocalBackend({p.name: PartyHost(codes[:, [dom.index(c) for c in p.columns]])
+    ...                         for p in part.parties()})
+    >>> backend.kind, backend.names
+    ('local', ('party0.0', 'party0.1'))
+    >>> with Federation.connect(backend, part, dom, seed=0):    # the setup round
+    ...     print(backend.servers["party0.1"].holds())
+    {'party': 'party0.1', 'columns': ('b',), 'n_rows': 4, 'shape': (4, 1)}
+    >>> backend.n_requests
+    2
     """
 
     kind = "local"
@@ -521,6 +584,19 @@ class ProcessBackend(_Backend):
     hosts : mapping of party name to PartyHost (or source)
         Sources must be picklable (a path, or a module-level loader); they are
         read in the party's process.
+
+    Examples
+    --------
+    Nothing starts before the first request (:meth:`start`, or a
+    :class:`~skdpsynth.federated.Federation` connecting to it); then each
+    party gets its own process, shut down at :meth:`close`.
+
+    >>> from skdpsynth.federated.runtime import PartyHost, ProcessBackend
+    >>> backend = ProcessBackend({"alice": "alice.npy", "bob": PartyHost("bob.npy")})
+    >>> backend.kind, backend.names
+    ('processes', ('alice', 'bob'))
+    >>> backend.hosts["alice"]                  # a bare source becomes a PartyHost
+    PartyHost(source='alice.npy', worker=None, noise='private')
     """
 
     kind = "processes"
@@ -609,6 +685,22 @@ class DaskBackend(_Backend):
     Every task is pinned (``workers=[...]``, ``allow_other_workers=False``);
     a party's server lives in its worker's process and is released at
     :meth:`close`.  Tasks return bytes only, which is all the client gathers.
+
+    Examples
+    --------
+    The client is contacted only when the backend starts; the hosts are
+    checked at once (``None`` stands in for a ``distributed.Client`` here).
+
+    >>> from skdpsynth.federated.runtime import DaskBackend, PartyHost
+    >>> backend = DaskBackend(None, {"alice": PartyHost("alice.npy", worker="w0"),
+    ...                              "bob": PartyHost("bob.npy", worker="w1")})
+    >>> backend.kind, backend.names
+    ('dask', ('alice', 'bob'))
+    >>> DaskBackend(None, {"alice": PartyHost("alice.npy", worker="w0"),
+    ...                    "bob": PartyHost("bob.npy", worker="w0")})
+    Traceback (most recent call last):
+    ...
+    ValueError: DaskBackend: workers ['w0'] would host several parties; give each party its own.
     """
 
     kind = "dask"

@@ -136,7 +136,19 @@ _TWO63 = float(2**63)
 
 
 class SecureAggregationError(ValueError):
-    """A secure-aggregation round cannot give a correct, private sum (the round is aborted)."""
+    """A secure-aggregation round cannot give a correct, private sum (the round is aborted).
+
+    A subclass of :class:`ValueError`.
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.secure_aggregation import SecureAggregationError, encode
+    >>> try:
+    ...     encode([float("nan")])
+    ... except SecureAggregationError as exc:
+    ...     print(exc)
+    cannot encode 1 non-finite value(s)
+    """
 
 
 # -- fixed-point encoding ------------------------------------------------------------------------------
@@ -309,6 +321,20 @@ class MaskedInput:
         Fixed-point fraction bits used by :func:`encode`.
     values : numpy.ndarray of uint64
         ``enc(v) + Σ_{j>i} m_ij − Σ_{j<i} m_ji  (mod 2^64)`` (read-only).
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.secure_aggregation import SecureAggregationParty, aggregate
+    >>> a, b = SecureAggregationParty("a", "demo"), SecureAggregationParty("b", "demo")
+    >>> keys = {"a": a.public_key, "b": b.public_key}
+    >>> masked_a = a.mask([1.0, 2.0], keys, round_id=3, participants=["a", "b"])
+    >>> masked_a
+    MaskedInput(party='a', round_id=3, participants=('a', 'b'), scale_bits=24)
+    >>> masked_a.values.dtype, masked_a.values.flags.writeable
+    (dtype('uint64'), False)
+    >>> masked_b = b.mask([0.5, 0.5], keys, round_id=3, participants=["a", "b"])
+    >>> aggregate({"a": masked_a, "b": masked_b}, expected=["a", "b"]).tolist()
+    [1.5, 2.5]
     """
 
     party: str
@@ -658,6 +684,19 @@ def open_sealed(key: bytes, nonce: bytes, ciphertext: bytes, context: bytes) -> 
     ------
     SecureAggregationError
         A wrong key or context, or a tampered box.
+
+    Examples
+    --------
+    >>> import os
+    >>> from skdpsynth.federated.secure_aggregation import open_sealed, seal
+    >>> key = os.urandom(32)
+    >>> nonce, box = seal(key, b"secret", b"a->b")
+    >>> open_sealed(key, nonce, box, b"a->b")
+    b'secret'
+    >>> open_sealed(key, nonce, box, b"b->a")        # another context does not authenticate
+    Traceback (most recent call last):
+    ...
+    skdpsynth.federated.secure_aggregation.SecureAggregationError: sealed data do not authenticate ...
     """
     try:
         return ChaCha20Poly1305(bytes(key)).decrypt(bytes(nonce), bytes(ciphertext), bytes(context))

@@ -125,7 +125,19 @@ _PROCESS_LEDGER: set = set()
 
 
 class SecureProductError(SecureAggregationError):
-    """A secure product cannot give a correct, private result (refused)."""
+    """A secure product cannot give a correct, private result (refused).
+
+    A subclass of :class:`~skdpsynth.federated.secure_aggregation.SecureAggregationError`.
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.secure_product import ProductDealer, SecureProductError
+    >>> try:
+    ...     ProductDealer(n=4, d1=3, d2=2, seeds=(bytes(32), bytes(32)))
+    ... except SecureProductError as exc:
+    ...     print(exc)
+    the two seeds must differ (equal seeds would let each party unmask the other)
+    """
 
 
 def _positive(value, what: str) -> int:
@@ -216,6 +228,15 @@ class TripleSeed:
         Public shape: aligned records and the two parties' domain sizes.
     scale_bits : int
         Fixed-point fraction bits ``f`` of the shares.
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.secure_product import ProductDealer
+    >>> to_party1, to_party2 = ProductDealer(n=4, d1=3, d2=2).seeds()
+    >>> to_party1                               # the secret seed is not shown
+    TripleSeed(role=1, n=4, d1=3, d2=2, scale_bits=24)
+    >>> to_party2.role, len(to_party2.seed)
+    (2, 32)
     """
 
     role: int
@@ -243,6 +264,20 @@ class ProductDealer:
     -----
     Keeps only ``Z = Aᵀ B``; hands out the seeds once (:meth:`seeds`) and
     decodes once (:meth:`finish`).
+
+    Examples
+    --------
+    The whole exchange is in the module's example; the dealer's part:
+
+    >>> from skdpsynth.federated.secure_product import ProductDealer
+    >>> dealer = ProductDealer(n=4, d1=3, d2=2)
+    >>> dealer, dealer.shape
+    (ProductDealer(n=4, d1=3, d2=2, scale_bits=24), (4, 3, 2))
+    >>> to_party1, to_party2 = dealer.seeds()
+    >>> dealer.seeds()                          # one triple, one product
+    Traceback (most recent call last):
+    ...
+    skdpsynth.federated.secure_product.SecureProductError: this dealer's seeds were already handed out: ...
     """
 
     def __init__(self, n: int, d1: int, d2: int, *, scale_bits: int = DEFAULT_SCALE_BITS, seeds=None):
@@ -343,6 +378,21 @@ class ProductParty:
     ------
     SecureProductError
         Wrong length, codes out of range or not integers, or a reused seed.
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.secure_product import ProductDealer, ProductParty
+    >>> to_party1, to_party2 = ProductDealer(n=4, d1=3, d2=2).seeds()
+    >>> party1 = ProductParty(to_party1, [0, 1, 1, 2])
+    >>> party1
+    ProductParty(role=1, n=4, d=3)
+    >>> E = party1.masked_input()               # for party 2: uniform words, not the codes
+    >>> E.shape, E.dtype
+    ((4, 3), dtype('uint64'))
+    >>> ProductParty(to_party2, [1, 0, 2, 1])   # party 2's codes must be < d2 = 2
+    Traceback (most recent call last):
+    ...
+    skdpsynth.federated.secure_product.SecureProductError: party 2: 1 code(s) outside [0, 2) (e.g. 2)
     """
 
     def __init__(self, message: TripleSeed, codes, *, ledger: Optional[MutableSet] = None):
@@ -463,6 +513,17 @@ class ProductTranscript:
         ``E`` (``n × d1``), besides party 2's seed.
     curator_view : mapping of str to MaskedInput
         The two masked shares (their sum is all the curator adds).
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.secure_product import secure_product
+    >>> run = secure_product([0, 1, 1, 2], 3, [1, 0, 1, 1], 2)
+    >>> run.noisy_counts.tolist()
+    [[0.0, 1.0], [1.0, 1.0], [0.0, 1.0]]
+    >>> run.received_by_party1.shape, run.received_by_party2.shape
+    ((4, 2), (4, 3))
+    >>> sorted(run.curator_view)
+    ['party1', 'party2']
     """
 
     noisy_counts: np.ndarray
@@ -497,6 +558,18 @@ def secure_product(codes1, d1: int, codes2, d2: int, *, noise1=None, noise2=None
     Returns
     -------
     ProductTranscript
+
+    Examples
+    --------
+    Two parties hold the codes of the same four records; the curator learns
+    only the noisy joint counts:
+
+    >>> import numpy as np
+    >>> from skdpsynth.federated.secure_product import secure_product
+    >>> run = secure_product([0, 1, 1, 2], 3, [1, 0, 1, 1], 2,
+    ...                      noise1=np.full((3, 2), 0.5), noise2=np.full((3, 2), -0.25))
+    >>> run.noisy_counts.tolist()              # counts + 0.5 - 0.25
+    [[0.25, 1.25], [1.25, 1.25], [0.25, 1.25]]
     """
     if len(names) != 2 or names[0] == names[1]:
         raise SecureProductError(f"names must be two distinct party names, got {names!r}")

@@ -94,6 +94,15 @@ class VerticalBudget:
         ``epsilon_binning / n_binned`` (G4).
     epsilon_prime : float
         Per-sketch ε′ (FM) or per-attribute GRR ε′ (FO); 0 without encoding.
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.vertical import vertical_budget
+    >>> b = vertical_budget(1.0, 1e-6, n_parties=2, n_attributes=3, n_binned=1, n_sketches=50)
+    >>> b.encoder, round(b.epsilon_local, 6), round(b.epsilon_count, 6), round(b.epsilon_per_binned, 6)
+    ('fm', 0.2, 0.04, 0.2)
+    >>> [round(x, 12) for x in b.total()]        # basic composition: back to (ε, δ)
+    [1.0, 1e-06]
     """
 
     epsilon: float
@@ -219,6 +228,18 @@ class VerticalConfig:
     local_max_cells : int
         τ′, the local clique limit (§5.1, G30): the local learner's workload
         keeps cliques of at most this many cells.
+
+    Examples
+    --------
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated.vertical import VerticalConfig, vertical_budget
+    >>> dom = Domain(["a", "b", "c"], [2, 3, 6])
+    >>> budget = vertical_budget(1.0, 1e-6, n_parties=2, n_attributes=3, n_binned=1, n_sketches=50)
+    >>> config = VerticalConfig((("p0", ("a",)), ("p1", ("b", "c"))), dom, budget, n_sketches=50, n_bins=4)
+    >>> config.party_names, config.is_binned("b"), config.is_binned("c")
+    (['p0', 'p1'], False, True)
+    >>> config.bin_map("c").tolist(), config.binned_size("c")       # public equal-width bins of c's 6 codes
+    ([0, 0, 1, 2, 2, 3], 4)
     """
 
     parties: tuple[tuple[str, tuple[str, ...]], ...]
@@ -301,6 +322,17 @@ class VerticalMessage:
         The noisy record count (count leader only).
     ledger : list of LedgerEntry
         The party's declared releases.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.federated.vertical import VerticalMessage
+    >>> msg = VerticalMessage("p1", ("b", "c"), {("b", "c"): np.zeros((3, 6))}, 500.0, [("b",), ("c",), ("b", "c")],
+    ...                       [("b", "c")], {"c": np.array([0.5, 0.5, 1.0, 0.4, 0.6, 1.0])},
+    ...                       sketches=np.zeros((50, 7), dtype=np.uint8))
+    >>> back = VerticalMessage.from_bytes(msg.to_bytes())      # what crosses to the server
+    >>> back.columns, back.graph_edges, back.sketches.shape, back.n_hat is None
+    (('b', 'c'), [('b', 'c')], (50, 7), True)
     """
 
     party: str

@@ -106,6 +106,18 @@ class Envelope:
     ledger_entries : tuple of LedgerEntry
         What the sender recorded as spent for it (every entry's ``party`` set;
         an entry sent without one is the sender's).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.federated import NoisyLocalMarginal
+    >>> from skdpsynth.federated.wire import from_bytes, to_bytes
+    >>> m = NoisyLocalMarginal(0, "party0.0", ("a",), np.array([4.2, 1.9]), variance=0.5, rho=1.0)
+    >>> env = from_bytes(to_bytes(m, sender="party0.0"))
+    >>> env.sender, env.kind, env.version
+    ('party0.0', 'NoisyLocalMarginal', 1)
+    >>> env.message.values.tolist(), env.ledger().total_rho()
+    ([4.2, 1.9], 1.0)
     """
 
     message: Any

@@ -37,6 +37,14 @@ def clique_index(domain, cliques: Sequence[Sequence[str]]) -> np.ndarray:
 
     Pass it to :func:`marginal_change_bounds` in place of the cliques when the
     same cliques are bounded many times.
+
+    Examples
+    --------
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical.bounds import clique_index
+    >>> dom = Domain(["a", "b", "c"], [2, 3, 4])
+    >>> clique_index(dom, [("a",), ("b", "c")]).tolist()
+    [[0, 0], [1, 2]]
     """
     width = max((len(c) for c in cliques), default=1)
     out = np.empty((len(cliques), width), dtype=np.intp)

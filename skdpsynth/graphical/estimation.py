@@ -136,6 +136,15 @@ def minimum_variance_total(measurements: Iterable[Measurement]) -> float | None:
     :meth:`Measurement.total_estimate`) gives an unbiased estimate ``T_i`` with
     variance ``v_i``; they are combined as ``Σ (T_i / v_i) / Σ (1 / v_i)``.
     Returns ``None`` when no measurement qualifies.
+
+    Examples
+    --------
+    >>> from skdpsynth.graphical import Measurement, minimum_variance_total
+    >>> ms = [Measurement(("a",), [30.0, 70.0], sigma=1.0), Measurement(("b",), [20.0, 50.0, 34.0], sigma=2.0)]
+    >>> round(minimum_variance_total(ms), 4)
+    100.5714
+    >>> minimum_variance_total([]) is None
+    True
     """
     num = den = 0.0
     for m in measurements:
@@ -233,7 +242,16 @@ def independent_estimate(domain: Domain, measurements: Iterable[Measurement],
 
 @dataclass
 class EstimationInfo:
-    """Diagnostics of one :func:`mirror_descent` run."""
+    """Diagnostics of one :func:`mirror_descent` run.
+
+    Examples
+    --------
+    >>> from skdpsynth.graphical import EstimationInfo
+    >>> info = EstimationInfo(iterations=10, loss=8.0, step_size=0.5, n_oracle_calls=12, seconds=0.01,
+    ...                       converged=True, n_answers=8)
+    >>> info.residual
+    1.0
+    """
 
     iterations: int
     loss: float

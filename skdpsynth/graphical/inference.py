@@ -37,6 +37,22 @@ def assemble_potentials(
 
     Each model clique is added into one junction-tree clique that contains it
     (the smallest); cliques with no potential get zeros.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import JunctionTree
+    >>> from skdpsynth.graphical.inference import assemble_potentials
+    >>> dom = Domain(["a", "b", "c"], [2, 3, 4])
+    >>> jt = JunctionTree.from_cliques(dom, [("a", "b"), ("b", "c")])
+    >>> jt.cliques
+    [('b', 'c'), ('a', 'b')]
+    >>> tables = assemble_potentials(jt, {("a",): np.log([1.0, 3.0]), ("a", "b"): np.zeros((2, 3))})
+    >>> [t.shape for t in tables]
+    [(3, 4), (2, 3)]
+    >>> np.round(tables[1], 4).tolist()
+    [[0.0, 0.0, 0.0], [1.0986, 1.0986, 1.0986]]
     """
     dom = jt.domain
     tables: list[np.ndarray | None] = [None] * len(jt.cliques)
@@ -49,7 +65,6 @@ def assemble_potentials(
     shapes = [dom.shape_of(c) for c in jt.cliques]
     # Broadcast views (read-only) are fine: the tables are only ever combined into new arrays.
     return [np.zeros(s) if t is None else np.broadcast_to(t, s) for t, s in zip(tables, shapes)]
-    return tables
 
 
 def belief_propagation(
@@ -71,6 +86,18 @@ def belief_propagation(
         One table per junction-tree clique, each summing to ``total``.
     log_partition : float
         ``log Σ_x exp(Σ_C θ_C(x_C))``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import JunctionTree, belief_propagation
+    >>> jt = JunctionTree.from_cliques(Domain(["a", "b"], [2, 2]), [("a", "b")])
+    >>> marginals, log_partition = belief_propagation(jt, [np.log([[1.0, 1.0], [1.0, 5.0]])], total=8.0)
+    >>> np.round(marginals[0], 4).tolist()
+    [[1.0, 1.0], [1.0, 5.0]]
+    >>> round(log_partition, 4)  # log(1 + 1 + 1 + 5)
+    2.0794
     """
     n = len(jt.cliques)
     plan = jt.message_plan()
@@ -181,6 +208,16 @@ def variable_elimination(
     -------
     ndarray
         Unnormalised log-table over ``domain.canonical(target)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import variable_elimination
+    >>> dom = Domain(["a", "b", "c"], [2, 2, 2])
+    >>> factors = [(("a", "b"), np.log([[1.0, 2.0], [3.0, 4.0]])), (("b", "c"), np.log([[1.0, 1.0], [1.0, 3.0]]))]
+    >>> np.round(np.exp(variable_elimination(dom, factors, ["a"])), 4).tolist()
+    [10.0, 22.0]
     """
     target = domain.canonical(target)
     pool = [(tuple(c), np.asarray(t, dtype=float)) for c, t in factors]

@@ -88,6 +88,14 @@ def elimination_order(domain: Domain, cliques: Iterable[Iterable[str]]) -> list[
     At each step the attribute whose elimination clique (itself and its current
     neighbours) has the fewest cells is eliminated; ties go to the one adding
     the fewest fill edges, then to domain order (deterministic).
+
+    Examples
+    --------
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import elimination_order
+    >>> dom = Domain(["a", "b", "c", "d"], [5, 4, 3, 2])
+    >>> elimination_order(dom, [("a", "b"), ("b", "c"), ("c", "d")])
+    ['d', 'c', 'a', 'b']
     """
     return _eliminate(domain, cliques)[0]
 

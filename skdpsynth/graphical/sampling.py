@@ -47,6 +47,15 @@ def randomized_round(expected: np.ndarray, totals: np.ndarray, rng: np.random.Ge
     Returns
     -------
     ndarray of int64, shape (G, k)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.graphical import randomized_round
+    >>> expected = np.array([[1.5, 2.5, 1.0], [0.2, 0.3, 2.5]])
+    >>> counts = randomized_round(expected, np.array([5, 3]), np.random.default_rng(0))
+    >>> counts.tolist(), counts.sum(axis=1).tolist()
+    ([[1, 3, 1], [1, 0, 2]], [5, 3])
     """
     floor = np.floor(expected)
     frac = expected - floor
@@ -87,6 +96,18 @@ def conditional_draw(
     Returns
     -------
     ndarray of int, shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.graphical.sampling import conditional_draw
+    >>> group = np.array([0, 0, 0, 0, 1, 1])
+    >>> table = np.array([[1.0, 1.0], [0.0, 2.0]])
+    >>> values = conditional_draw(group, table, "round", np.random.default_rng(0))
+    >>> values.tolist()
+    [1, 0, 0, 1, 1, 1]
+    >>> np.bincount(values[:4], minlength=2).tolist()  # group 0 split exactly 2 / 2
+    [2, 2]
     """
     n = group.size
     k = table.shape[1]
@@ -131,6 +152,19 @@ def sample_model(model, n_records: int | None = None, method: str = "round", ran
     Returns
     -------
     ndarray of int, shape (n_records, len(model.domain)), columns in domain order
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import GraphicalModel, sample_model
+    >>> dom = Domain(["a", "b"], [2, 2])
+    >>> model = GraphicalModel(dom, {("a", "b"): np.log([[1.0, 1.0], [1.0, 5.0]])}, total=80)
+    >>> data = sample_model(model, random_state=0)
+    >>> data.shape
+    (80, 2)
+    >>> np.bincount(data[:, 1]).tolist()  # the model's marginal of b is [20, 60]
+    [20, 60]
     """
     if method not in ("round", "sample"):
         raise ValueError(f"method must be 'round' or 'sample', got {method!r}.")

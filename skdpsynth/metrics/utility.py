@@ -79,7 +79,17 @@ def tstr_score(real_train, synthetic, real_test, target, estimator=None, scoring
 
 @dataclass(frozen=True)
 class MisclassificationErrors:
-    """Misclassification rates on real test data of models trained on real and on synthetic data."""
+    """Misclassification rates on real test data of models trained on real and on synthetic data.
+
+    Examples
+    --------
+    >>> from skdpsynth.metrics.utility import MisclassificationErrors
+    >>> errors = MisclassificationErrors(real=0.125, synthetic=0.25)
+    >>> errors
+    MisclassificationErrors(real=0.125, synthetic=0.25)
+    >>> errors.variance
+    0.125
+    """
 
     real: float
     synthetic: float

@@ -232,6 +232,15 @@ class DistinguishingEvent:
     ``favours`` names the neighbour under which the event is expected to be
     more likely: ``"D"`` (the first release callable of :func:`audit`) or
     ``"D'"``; the bound is ``log((P_favoured_lo - δ) / P_other_hi)``.
+
+    Examples
+    --------
+    >>> from skdpsynth.privacy.audit import DistinguishingEvent
+    >>> event = DistinguishingEvent(threshold=0.5, above=True, favours="D'")
+    >>> event([0.2, 0.5, 0.9]).tolist()
+    [False, False, True]
+    >>> print(event)
+    statistic > 0.5 (more likely under D')
     """
 
     threshold: float
@@ -271,6 +280,19 @@ class AuditResult:
         optimistic figure: for diagnostics only).
     delta, alpha : float
         As passed to :func:`audit`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.privacy.audit import audit
+    >>> result = audit(lambda rng, n: rng.laplace(0.0, 1.0, n), lambda rng, n: 1.0 + rng.laplace(0.0, 1.0, n),
+    ...                n_runs=20_000, batch=True, random_state=0)
+    >>> type(result).__name__, result.n_runs, result.n_selection, result.n_favoured
+    ('AuditResult', 20000, 10000, 10000)
+    >>> round(result.epsilon_lower_bound, 4)
+    0.9402
+    >>> print(result.event)
+    statistic <= 0.00683587 (more likely under D)
     """
 
     epsilon_lower_bound: float

@@ -36,7 +36,19 @@ def _short_of_delta(delta: float, approx_delta: float, rho: float) -> str:
 
 
 class BudgetExceededError(RuntimeError):
-    """Raised by :meth:`PrivacyLedger.check_budget` when more was spent than allowed."""
+    """Raised by :meth:`PrivacyLedger.check_budget` when more was spent than allowed.
+
+    Examples
+    --------
+    >>> from skdpsynth.privacy import BudgetExceededError, PrivacyLedger
+    >>> ledger = PrivacyLedger()
+    >>> _ = ledger.add("counts", "gaussian", rho=0.5)
+    >>> try:
+    ...     ledger.check_budget(rho=0.25)
+    ... except BudgetExceededError as err:
+    ...     print(err)
+    Spent rho=0.5 > zCDP budget rho=0.25.
+    """
 
 
 @dataclass(frozen=True)

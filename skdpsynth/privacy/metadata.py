@@ -50,5 +50,18 @@ def mark_public(dtype: pd.CategoricalDtype) -> pd.CategoricalDtype:
 
 
 def is_public(dtype) -> bool:
-    """True if ``dtype`` is a ``CategoricalDtype`` whose categories were marked by :func:`mark_public`."""
+    """True if ``dtype`` is a ``CategoricalDtype`` whose categories were marked by :func:`mark_public`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from skdpsynth.privacy.metadata import is_public, mark_public
+    >>> dtype = pd.CategoricalDtype(["child", "adult", "senior"])
+    >>> is_public(dtype), is_public(np.dtype("int64"))
+    (False, False)
+    >>> _ = mark_public(dtype)
+    >>> is_public(pd.CategoricalDtype(["child", "adult", "senior"]))  # marks are held by value
+    True
+    """
     return isinstance(dtype, pd.CategoricalDtype) and _key(dtype) in _PUBLIC

@@ -163,7 +163,19 @@ def gumbel(rng, shape) -> np.ndarray:
 
 
 def warn_reproducible_noise(owner: str, random_state, stacklevel: int = 3) -> None:
-    """Issue a :class:`ReproducibleNoiseWarning` if ``random_state`` is not ``None``."""
+    """Issue a :class:`ReproducibleNoiseWarning` if ``random_state`` is not ``None``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skdpsynth.privacy.randomness import warn_reproducible_noise
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_reproducible_noise("MyEstimator", 0)
+    ...     warn_reproducible_noise("MyEstimator", None)  # no seed: no warning
+    >>> [w.category.__name__ for w in caught]
+    ['ReproducibleNoiseWarning']
+    """
     if random_state is None or isinstance(random_state, SystemRandomGenerator):
         return
     warnings.warn(

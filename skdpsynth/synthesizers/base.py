@@ -215,6 +215,25 @@ class BaseSynthesizer(BaseEstimator):
         The zCDP budget the fit was given (for zCDP methods).
     feature_names_in_ : ndarray of str
         Column names seen in :meth:`fit` (the target last when ``y`` was given).
+
+    Examples
+    --------
+    Every synthesizer inherits this API; here :class:`~skdpsynth.MSTSynthesizer`:
+
+    >>> from skdpsynth import MSTSynthesizer
+    >>> from skdpsynth.datasets import load_adult
+    >>> from skdpsynth.synthesizers.base import BaseSynthesizer
+    >>> adult = load_adult(discretized=True)
+    >>> X = adult.frame.iloc[:2000, [1, 6, 8, 13]]
+    >>> mst = MSTSynthesizer(epsilon=1.0, domain=adult.domain.project(X.columns).to_dict(), random_state=0)
+    >>> isinstance(mst, BaseSynthesizer)
+    True
+    >>> mst.fit(X).sample(5).shape
+    (5, 4)
+    >>> mst.domain_
+    Domain(workclass=9, relationship=6, sex=2, income>50K=2)
+    >>> mst.privacy_ledger_.is_private, round(mst.privacy_ledger_.total_rho() / mst.rho_, 12)
+    (True, 1.0)
     """
 
     def __sklearn_tags__(self):

@@ -56,7 +56,22 @@ class PaperBoundWarning(UserWarning):
 
 @dataclass
 class RandDPGenResult:
-    """What the curator ends with (all of it DP: post-processing of the parties' noisy messages)."""
+    """What the curator ends with (all of it DP: post-processing of the parties' noisy messages).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import GraphicalModel
+    >>> from skdpsynth.synthesizers.hybrid import RandDPGenResult
+    >>> dom = Domain(["a", "b"], [2, 3])
+    >>> model = GraphicalModel(dom, {(a,): np.zeros(dom[a]) for a in dom}, 100.0)   # uniform, 100 records
+    >>> result = RandDPGenResult(model, [("a", "b")], {("a", "b"): 2.0}, {("a", "b"): 0.1}, {})
+    >>> result.selected, result.round_budgets, result.total_estimate   # filled in by randdpgen's rounds
+    ([], [], nan)
+    >>> result.model.project(("a",)).ravel().tolist()
+    [50.0, 50.0]
+    """
 
     model: GraphicalModel
     refined_workload: list
@@ -76,6 +91,14 @@ def budget_schedule(rho: float, rounds: int, anneal: Callable[[int], bool], anne
     ``anneal(t)`` says whether round ``t`` (1-based) triggers annealing.
     Returns the list of ``ρ_t``; they sum to ``ρ`` (the last round takes
     exactly the remainder).  :func:`randdpgen` runs the same rule.
+
+    Examples
+    --------
+    >>> from skdpsynth.synthesizers.hybrid import budget_schedule
+    >>> [round(r, 4) for r in budget_schedule(1.0, 4, lambda t: False)]   # the last round takes the rest
+    [0.25, 0.25, 0.5]
+    >>> [round(r, 4) for r in budget_schedule(1.0, 10, lambda t: t == 1)]   # round 1 anneals: x4
+    [0.1, 0.4, 0.5]
     """
     out, rho_next, used, t = [], rho / rounds, 0.0, 0
     while used < rho * (1 - 1e-12):
@@ -144,6 +167,28 @@ def randdpgen(
     Returns
     -------
     RandDPGenResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated import Federation, HybridPartition
+    >>> from skdpsynth.privacy import PrivacyLedger
+    >>> from skdpsynth.synthesizers.hybrid import randdpgen
+    >>> rng = np.random.default_rng(0)
+    >>> dom = Domain(["a", "b", "c"], [2, 3, 2])
+    >>> codes = np.column_stack([rng.integers(0, n, 200) for n in dom.shape])
+    >>> part = HybridPartition.grid(200, dom.attrs, n_slices=2, n_vertical=2, random_state=0)
+    >>> fed = Federation.from_codes(codes, dom, part, seed=0)   # 2 x 2 parties
+    >>> ledger = PrivacyLedger()
+    >>> result = randdpgen(fed.measure, dom, part, 1.0, workload=[(("a", "b"), 1.0), (("b", "c"), 1.0)],
+    ...                    rng=np.random.default_rng(0), ledger=ledger, rounds=3, max_iters=100, final_iters=100)
+    >>> result.refined_workload, len(result.round_budgets)
+    ([('a', 'b'), ('b', 'c')], 2)
+    >>> round(ledger.total_rho(), 12)   # the rounds use up rho exactly
+    1.0
+    >>> result.model.domain
+    Domain(a=2, b=3, c=2)
     """
     K, S = partition.n_slices, partition.n_vertical
     e = int(n_repeats)

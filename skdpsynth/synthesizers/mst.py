@@ -45,6 +45,26 @@ class DomainCompression:
         Which original cells are kept as their own cell.
     domain : Domain
         The compressed domain (kept cells, plus one merged cell when any cell was merged).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import Measurement
+    >>> from skdpsynth.synthesizers.mst import DomainCompression
+    >>> dom = Domain(["a", "b"], [4, 2])
+    >>> one_way = [Measurement(("a",), np.array([50.0, 2.0, 40.0, 1.0]), sigma=1.0),
+    ...            Measurement(("b",), np.array([60.0, 33.0]), sigma=1.0)]
+    >>> dc = DomainCompression(dom, one_way)   # cells below 3 sigma are merged
+    >>> dc.domain, dc.supports["a"].tolist()
+    (Domain(a=3, b=2), [True, False, True, False])
+    >>> codes = np.array([[0, 0], [1, 1], [2, 0], [3, 1]])
+    >>> dc.transform(codes).tolist()   # a's cells 1 and 3 share the merged code 2
+    [[0, 0], [2, 1], [1, 0], [2, 1]]
+    >>> dc.inverse_transform(dc.transform(codes), np.random.default_rng(0))[:, 0].tolist()
+    [0, 3, 2, 3]
+    >>> dc.measurement(one_way[0]).values.round(3).tolist()   # merged cell: (2 + 1) / sqrt(2)
+    [50.0, 40.0, 2.121]
     """
 
     def __init__(self, domain: Domain, one_way: list[Measurement], threshold_sds: float = 3.0):

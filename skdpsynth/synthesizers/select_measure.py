@@ -54,6 +54,25 @@ def measure_marginals(
     noise ``sigma / w_i``, so the set costs exactly ``1 / (2 sigma²)`` in zCDP
     whatever the number of cliques; without them every clique gets ``sigma``
     and costs ``1 / (2 sigma²)`` each.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.privacy import PrivacyLedger
+    >>> from skdpsynth.synthesizers.select_measure import measure_marginals
+    >>> dom = Domain(["a", "b"], [2, 3])
+    >>> codes = np.array([[0, 1], [1, 2], [1, 0], [0, 1]])
+    >>> ledger = PrivacyLedger()
+    >>> ms = measure_marginals(codes, dom, [("a",), ("a", "b")], sigma=1e-6, rng=np.random.default_rng(0),
+    ...                        ledger=ledger)   # tiny noise
+    >>> [m.clique for m in ms], [np.round(m.values).astype(int).tolist() for m in ms]
+    ([('a',), ('a', 'b')], [[2, 2], [0, 2, 0, 1, 0, 1]])
+    >>> ledger = PrivacyLedger()
+    >>> ms = measure_marginals(codes, dom, [("a",), ("b",)], sigma=2.0, rng=np.random.default_rng(0),
+    ...                        ledger=ledger, weights=[1, 1])
+    >>> [round(m.sigma, 4) for m in ms], round(ledger.total_rho(), 12)   # the pair costs 1 / (2 * 2**2)
+    ([2.8284, 2.8284], 0.125)
     """
     w = np.ones(len(cliques)) if weights is None else np.asarray(weights, dtype=float)
     if weights is not None:
@@ -78,6 +97,16 @@ def compile_workload(workload: Iterable[tuple[Clique, float]], domain: Domain) -
     workload clique contains the attribute: the synthesizers measure all
     1-way marginals first, so no column of the synthetic data is left
     uniform because the workload (or ``max_cells``) happened to miss it.
+
+    Examples
+    --------
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.synthesizers.select_measure import compile_workload
+    >>> dom = Domain(["a", "b", "c"], [2, 3, 4])
+    >>> compile_workload([(("a", "b"), 1.0), (("b", "c"), 2.0)], dom)
+    {('a',): 1.0, ('b',): 3.0, ('c',): 2.0, ('a', 'b'): 4.0, ('b', 'c'): 5.0}
+    >>> compile_workload([(("a", "b"), 1.0)], dom)   # c is in no workload clique: weight 0
+    {('c',): 0.0, ('a',): 1.0, ('b',): 1.0, ('a', 'b'): 2.0}
     """
     workload = [(domain.canonical(c), float(w)) for c, w in workload]
     # |r ∩ s| = Σ_{a ∈ r} [a ∈ s], so w_r = Σ_{a ∈ r} W_a with W_a the total weight of the workload cliques
@@ -172,6 +201,14 @@ def filter_by_model_size(
     """Candidates already covered by a model clique, or whose addition keeps the junction tree within the limit.
 
     The candidates :func:`model_size_check` accepts (see there for how sizes are computed and memoised).
+
+    Examples
+    --------
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.synthesizers.select_measure import filter_by_model_size
+    >>> dom = Domain(["a", "b", "c"], [10, 10, 10])
+    >>> filter_by_model_size([("a",), ("b", "c"), ("a", "b", "c")], dom, [("a", "b")], size_limit_mb=0.005)
+    [('a',), ('b', 'c')]
     """
     fits = model_size_check(domain, model_cliques, size_limit_mb, cache)
     return [r for r in candidates if fits(r)]
@@ -262,6 +299,19 @@ def resolve_workload(workload, domain: Domain, max_cells: int | None, default_wa
     when not even a 1-way marginal fits, or an explicit list loses every
     clique, a ``ValueError`` names ``max_cells`` and the smallest size it
     would need.
+
+    Examples
+    --------
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.synthesizers.select_measure import resolve_workload
+    >>> dom = Domain(["a", "b", "c"], [2, 3, 4])
+    >>> resolve_workload(2, dom, max_cells=None)
+    [(('a', 'b'), 1.0), (('a', 'c'), 1.0), (('b', 'c'), 1.0)]
+    >>> resolve_workload([("c", "a"), (("b", "c"), 2.0)], dom, max_cells=None)   # canonical order, weights kept
+    [(('a', 'c'), 1.0), (('b', 'c'), 2.0)]
+    >>> resolve_workload(3, dom, max_cells=10, log=print)   # no 3-way marginal fits: 2-way instead
+    no 3-way marginal has at most max_cells=10 cells; the workload is the 2 2-way marginals that do
+    [(('a', 'b'), 1.0), (('a', 'c'), 1.0)]
     """
     if workload is None or isinstance(workload, (int, np.integer)):
         k = default_ways if workload is None else int(workload)

@@ -42,6 +42,21 @@ class SequenceCache:
         model, so this is post-processing whatever its value.
     first_steps : int
         Split sequences are first built to this many steps and doubled on demand.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.synthesizers.partition.selection import SequenceCache
+    >>> q = np.array([[4.0, 4.0, 0.0], [4.0, 3.0, 9.0]])
+    >>> cache = SequenceCache(first_steps=2)
+    >>> seq, complete = cache.get(("a", "b"), q)
+    >>> seq.kind, seq.sizes.tolist(), complete
+    ('split', [1, 2, 3], False)
+    >>> cache.get(("a", "b"), q)[0] is seq   # same source marginal: reused
+    True
+    >>> seq, complete = cache.extend(("a", "b"))   # steps doubled on demand
+    >>> seq.sizes.tolist(), complete, cache.builds
+    ([1, 2, 3, 4, 5], False, 2)
     """
 
     def __init__(self, *, split_rule: str = "max_re_interval", max_steps: int | None = None, refresh: float = 0.0,
@@ -94,6 +109,21 @@ def contributions(model: GraphicalModel, answers: Mapping[Clique, np.ndarray],
 
     ``answers[w]`` holds the true marginal counts (shaped); the model's marginals are in counts too (they sum to
     the model's total).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import GraphicalModel
+    >>> from skdpsynth.synthesizers.partition.selection import contributions
+    >>> dom = Domain(["a", "b"], [2, 3])
+    >>> model = GraphicalModel(dom, {(a,): np.zeros(dom[a]) for a in dom}, 24.0)   # uniform: 4 per cell
+    >>> q = np.array([[4.0, 4.0, 0.0], [4.0, 3.0, 9.0]])
+    >>> contr, projected = contributions(model, {("a",): q.sum(1), ("a", "b"): q}, [("a",), ("a", "b")])
+    >>> contr
+    {('a',): 8.0, ('a', 'b'): 10.0}
+    >>> projected[("a", "b")].tolist()
+    [[4.0, 4.0, 4.0], [4.0, 4.0, 4.0]]
     """
     contr, projected = {}, {}
     for w in candidates:
@@ -109,6 +139,15 @@ def stopping_point(cache: SequenceCache, clique: Clique, q: np.ndarray, eta: flo
 
     Returns ``(sequence, t, rho)``; ``rho`` is ``inf`` when no step of the
     (complete) sequence is feasible.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.synthesizers.partition.selection import SequenceCache, stopping_point
+    >>> q = np.array([0, 1, 1, 2, 10, 11, 12, 30.0])
+    >>> seq, t, rho = stopping_point(SequenceCache(), ("x",), q, 0.7, 40.0, "first_increase")
+    >>> seq.kind, t, int(seq.sizes[t]), round(rho, 6)
+    ('merge', 5, 3, 0.004974)
     """
     seq, complete = cache.get(clique, q)
     while True:
@@ -127,7 +166,21 @@ def stopping_point(cache: SequenceCache, clique: Clique, q: np.ndarray, eta: flo
 
 def paper_scores(cache: SequenceCache, candidates: list[Clique], answers: Mapping[Clique, np.ndarray],
                  contr: Mapping[Clique, float], eta: float, rule: str) -> tuple[np.ndarray, dict]:
-    """Algorithm 2 as written: ``score_w = Contr_w / ρ_w`` on partitions of the TRUE marginals (not DP)."""
+    """Algorithm 2 as written: ``score_w = Contr_w / ρ_w`` on partitions of the TRUE marginals (not DP).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.synthesizers.partition.selection import SequenceCache, paper_scores
+    >>> q = np.array([[4.0, 4.0, 0.0], [4.0, 3.0, 9.0]])
+    >>> answers = {("a",): q.sum(1), ("a", "b"): q}
+    >>> contr = {("a",): 8.0, ("a", "b"): 10.0}   # from contributions() against a uniform model
+    >>> scores, chosen = paper_scores(SequenceCache(), [("a",), ("a", "b")], answers, contr, 0.7, "first_increase")
+    >>> scores.round(2).tolist()
+    [197.04, 70.69]
+    >>> {w: int(seq.sizes[t]) for w, (seq, t, rho) in chosen.items()}   # groups of the chosen partitions
+    {('a',): 2, ('a', 'b'): 4}
+    """
     scores, chosen = np.zeros(len(candidates)), {}
     for i, w in enumerate(candidates):
         seq, t, rho = stopping_point(cache, w, answers[w], eta, contr[w], rule)
@@ -142,6 +195,19 @@ class StrictOptions:
 
     ``step[j] = -1`` stands for the finest partition (every cell a group), offered for every candidate whether
     or not its (capped) sequence reaches it.  ``captured`` is private (``G_{w,t}``) and never leaves the fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.synthesizers.partition.partitioning import partition_sequence
+    >>> from skdpsynth.synthesizers.partition.selection import StrictOptions
+    >>> seq = partition_sequence([[4.0, 4.0, 0.0], [4.0, 3.0, 9.0]])
+    >>> opts = StrictOptions(candidate=np.array([0, 0]), step=np.array([1, -1]), sizes=np.array([2.0, 6.0]),
+    ...                      errors=np.zeros(2), captured=np.array([4.0, 6.0]), utility=np.array([1.5, 1.2]))
+    >>> opts.labels(0, seq).tolist()   # step 1 of the split sequence: two groups
+    [0, 0, 0, 1, 1, 1]
+    >>> opts.labels(1, seq).tolist()   # step -1: every cell its own group
+    [0, 1, 2, 3, 4, 5]
     """
 
     candidate: np.ndarray   # index into the candidate list
@@ -181,6 +247,21 @@ def strict_options(cache: SequenceCache, candidates: list[Clique], proxies: Mapp
     utility is instead the *gain* ``G − r − k·noise_per_group``: the deviation the measurement can correct minus
     the noise its ``k`` sums add — AIM's quality score, applied to partitions.  It has sensitivity 1.
     ``partitions=False`` offers single cells only (whole marginals: an ablation).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.synthesizers.partition.selection import SequenceCache, strict_options
+    >>> proxy = {("a",): np.array([12.0, 12.0]), ("a", "b"): np.full((2, 3), 4.0)}   # a uniform model
+    >>> q = np.array([[4.0, 4.0, 0.0], [4.0, 3.0, 9.0]])
+    >>> deviation = {("a",): q.sum(1) - proxy[("a",)], ("a", "b"): q - proxy[("a", "b")]}
+    >>> opts = strict_options(SequenceCache(), [("a",), ("a", "b")], proxy, deviation, 0.7, uniform=False)
+    >>> opts.candidate.tolist(), opts.sizes.tolist()
+    ([0, 0, 1, 1, 1, 1], [2.0, 1.0, 1.0, 2.0, 4.0, 6.0])
+    >>> opts.captured.tolist()   # G: the deviation each partition's group sums can see
+    [8.0, 0.0, 0.0, 8.0, 8.0, 10.0]
+    >>> opts.utility.round(3).tolist()
+    [3.528, 0.0, 0.0, 3.528, 2.222, 2.12]
     """
     parts = []
     for i, w in enumerate(candidates):

@@ -42,7 +42,29 @@ Clique = tuple[str, ...]
 
 @dataclass
 class ServerResult:
-    """What the server ends with (all of it post-processing of the messages)."""
+    """What the server ends with (all of it post-processing of the messages).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from skdpsynth import VerticalMRFSynthesizer
+    >>> from skdpsynth.federated.vertical import VerticalMessage
+    >>> from skdpsynth.synthesizers.vertical_mrf.server import ServerResult, VerticalServer
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.integers(0, 3, 2000)
+    >>> hospital = pd.DataFrame({"a": a, "b": (a + rng.integers(0, 2, 2000)) % 3})
+    >>> insurer = pd.DataFrame({"c": (a + (rng.random(2000) < 0.2)) % 3})
+    >>> syn = VerticalMRFSynthesizer(epsilon=4.0, delta=1e-6, n_sketches=100, domain={"a": 3, "b": 3, "c": 3},
+    ...                              local_mrf_params={"max_iters": 100}, keep_messages=True, random_state=0)
+    >>> messages = [VerticalMessage.from_bytes(b) for b in syn.fit([hospital, insurer]).messages_]
+    >>> result = VerticalServer(syn.config_, random_state=0).fit(messages)
+    >>> isinstance(result, ServerResult), round(result.n_hat), result.cliques
+    (True, 1998, [('a', 'b', 'c')])
+    >>> result.marginal_set, sorted(result.local_models)   # the parties' local marginals
+    ([('a',), ('b',), ('a', 'b'), ('c',)], ['party0', 'party1'])
+    >>> result.candidates, result.cross_marginals   # 100 sketches: too noisy for a cross-party marginal
+    ([], [])
+    """
 
     model: GraphicalModel
     n_hat: float
@@ -65,8 +87,28 @@ class VerticalServer:
 
     Examples
     --------
-    See :class:`~skdpsynth.synthesizers.VerticalMRFSynthesizer`, which runs the parties and then
-    ``VerticalServer(config, ...).fit(messages)``.
+    :class:`~skdpsynth.synthesizers.VerticalMRFSynthesizer` runs the parties and then
+    ``VerticalServer(config, ...).fit(messages)``; with ``keep_messages=True`` the server can be replayed
+    on the serialised messages:
+
+    >>> import numpy as np, pandas as pd
+    >>> from skdpsynth import VerticalMRFSynthesizer
+    >>> from skdpsynth.federated.vertical import VerticalMessage
+    >>> from skdpsynth.synthesizers.vertical_mrf.server import VerticalServer
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.integers(0, 3, 2000)
+    >>> hospital = pd.DataFrame({"a": a, "b": (a + rng.integers(0, 2, 2000)) % 3})
+    >>> insurer = pd.DataFrame({"c": (a + (rng.random(2000) < 0.2)) % 3})
+    >>> syn = VerticalMRFSynthesizer(epsilon=4.0, delta=1e-6, n_sketches=200, domain={"a": 3, "b": 3, "c": 3},
+    ...                              local_mrf_params={"max_iters": 100}, keep_messages=True, random_state=0)
+    >>> messages = [VerticalMessage.from_bytes(b) for b in syn.fit([hospital, insurer]).messages_]
+    >>> [m.party for m in messages]
+    ['party0', 'party1']
+    >>> result = VerticalServer(syn.config_, random_state=0).fit(messages)
+    >>> round(result.n_hat), result.cross_marginals   # the noisy count, and the cross-party marginals added
+    (1998, [('a', 'c'), ('b', 'c')])
+    >>> result.model.project(("a", "c")).shape
+    (3, 3)
     """
 
     def __init__(self, config: VerticalConfig, *, cardinality_estimator: str = "hll", his_rec: str = "value_dist",

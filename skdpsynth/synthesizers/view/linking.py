@@ -195,6 +195,20 @@ def combine(left: np.ndarray, left_attrs: Sequence[int], table: np.ndarray, view
         ``left_attrs`` followed by the new attributes of ``view``.
     n_unmatched : int
         Left records without a partner (0 whenever the shared-attribute counts agree).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.synthesizers.view.linking import combine
+    >>> left = np.array([[0, 0], [0, 0], [1, 1]])   # records on attributes (0, 1)
+    >>> table = np.array([[1, 1], [0, 1]])          # view (1, 2): two records with attribute 1 = 0, one with 1
+    >>> records, attrs, lost = combine(left, [0, 1], table, (1, 2), [2, 2, 2], np.random.default_rng(0))
+    >>> sorted(map(tuple, records.tolist())), attrs, lost
+    ([(0, 0, 0), (0, 0, 1), (1, 1, 1)], [0, 1, 2], 0)
+    >>> records, attrs, lost = combine(left, [0, 1], np.array([[1, 0], [1, 1]]), (1, 2), [2, 2, 2],
+    ...                                np.random.default_rng(0))   # one right record with attribute 1 = 0
+    >>> sorted(map(tuple, records.tolist())), lost
+    ([(0, 0, 0), (1, 1, 0)], 1)
     """
     left_attrs = list(left_attrs)
     common = [a for a in view if a in left_attrs]

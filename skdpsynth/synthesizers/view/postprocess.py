@@ -234,6 +234,20 @@ def con_neg_loop(tables: Sequence[np.ndarray], views: Sequence[View], sizes: Seq
     n_iter : int
         Consistency passes run.
     converged : bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.synthesizers.view.postprocess import con_neg_loop, consistency_gap, negative_mass
+    >>> views, sizes = [(0, 1), (1, 2)], [2, 2, 2]
+    >>> noisy = [np.array([[4.0, -1.0], [3.0, 2.0]]), np.array([[6.0, 1.0], [-0.5, 1.5]])]
+    >>> tables, n_iter, converged = con_neg_loop(noisy, views, sizes, [0.5, 0.5])
+    >>> n_iter, converged
+    (24, True)
+    >>> round(consistency_gap(tables, views), 12), negative_mass(tables)
+    (0.0, 0.0)
+    >>> [t.round(3).tolist() for t in tables]
+    [[[3.733, 0.0], [2.733, 1.533]], [[5.733, 0.733], [0.1, 1.433]]]
     """
     steps = _plan(views, list(sizes), np.asarray(shares, dtype=np.float64), weights)
     out = [np.array(t, dtype=np.float64, copy=True) for t in tables]
@@ -396,6 +410,18 @@ def normalize(tables: Sequence[np.ndarray], views: Sequence[View], chain: Sequen
     tables : dict view index -> int64 ndarray
     start : int
         The view index normalization started from.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.synthesizers.view.postprocess import normalize, project
+    >>> views = [(0, 1), (1, 2)]
+    >>> tables = [np.array([[2.2, 0.1], [0.9, 1.1]]), np.array([[1.8, 1.2], [0.3, 0.8]])]
+    >>> out, start = normalize(tables, views, [0, 1], 4, [0.5, 0.5], np.random.default_rng(0))
+    >>> start, {i: t.tolist() for i, t in out.items()}
+    (0, {0: [[2, 0], [1, 1]], 1: [[2, 1], [0, 1]]})
+    >>> project(out[0], views[0], (1,)).tolist() == project(out[1], views[1], (1,)).tolist()   # they agree
+    True
     """
     scores = [concentration(tables[i], rhos[i]) for i in chain]
     start_pos = int(np.argmax(scores))  # argmax returns the first maximum: the lowest chain index

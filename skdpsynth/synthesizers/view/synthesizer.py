@@ -51,6 +51,21 @@ class ViewModel:
         ``postprocess_tol · n̂`` (normalization treats negative cells as 0).
     rhos : ndarray
         Per-view noise bound ``ρ_i = −ln(1−γ)/(P_i ε)`` used to pick the start view of normalization.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.synthesizers.view.synthesizer import ViewModel
+    >>> from skdpsynth.synthesizers.view.views import ViewPlan
+    >>> plan = ViewPlan(base=((0, 1), (1, 2)), cross=(), upper=(), view_type="III", total_size=8, feasible=True,
+    ...                 compensation=(1,))
+    >>> tables = [np.array([[2.0, 1.0], [0.0, 1.0]]), np.array([[1.0, 1.0], [0.0, 2.0]])]   # agree on attribute 1
+    >>> model = ViewModel(plan, (2, 2, 2), tables, np.array([0.5, 0.5]))
+    >>> codes, lost = model.synthesize(4, np.random.default_rng(0))
+    >>> codes.shape, lost
+    ((4, 3), 0)
+    >>> sorted(map(tuple, codes.tolist()))
+    [(0, 0, 0), (0, 0, 1), (0, 1, 1), (1, 1, 1)]
     """
 
     plan: ViewPlan
@@ -103,6 +118,22 @@ def measure_views(codes: np.ndarray, domain: Domain, views, epsilons, rng: np.ra
     -------
     list of ndarray
         Noisy tables, axes in attribute-position order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.privacy import PrivacyLedger
+    >>> from skdpsynth.synthesizers.view.synthesizer import measure_views
+    >>> dom = Domain(["a", "b", "c"], [2, 2, 3])
+    >>> codes = np.array([[0, 1, 2], [1, 1, 0], [0, 1, 2], [0, 0, 1]])
+    >>> ledger = PrivacyLedger()
+    >>> noisy = measure_views(codes, dom, [(0, 1), (1, 2)], [1e6, 1e6], np.random.default_rng(0), ledger,
+    ...                       kinds=["base", "cross"])   # a huge epsilon: almost exact counts
+    >>> [np.round(t).astype(int).tolist() for t in noisy]
+    [[[1, 2], [0, 1]], [[0, 1, 0], [1, 0, 2]]]
+    >>> len(ledger), ledger.total_epsilon()
+    (2, 2000000.0)
     """
     kinds = kinds or ["view"] * len(views)
     noisy = []

@@ -33,7 +33,16 @@ View = tuple[int, ...]
 
 
 def view_domain_size(view, sizes: Sequence[int]) -> int:
-    """``dom(v)``: the number of cells of the view's table (exact Python integer)."""
+    """``dom(v)``: the number of cells of the view's table (exact Python integer).
+
+    Examples
+    --------
+    >>> from skdpsynth.synthesizers.view.views import view_domain_size
+    >>> view_domain_size((0, 2), [3, 5, 4])
+    12
+    >>> view_domain_size((0, 1, 2), [10**7, 10**7, 10**7])   # exact, no float overflow
+    1000000000000000000000
+    """
     return math.prod(int(sizes[a]) for a in view)
 
 
@@ -57,6 +66,18 @@ class ViewPlan:
         Whether every cross view has ``dom <= max dom(b)`` (Algorithm 3's filter).
     compensation : tuple of int
         Type III: the ``d - r`` attributes of ``b_{kB-1}`` also put in ``b_kB``.
+
+    Examples
+    --------
+    >>> from skdpsynth.synthesizers.view.views import ViewPlan
+    >>> plan = ViewPlan(base=((0, 1), (2, 3)), cross=((1, 2),), upper=((0, 3),), view_type="I",
+    ...                 total_size=20, feasible=True)   # sizes [2, 3, 2, 4], d = 2: D = 6 + 8 + 6
+    >>> plan.views
+    ((0, 1), (2, 3), (1, 2), (0, 3))
+    >>> plan.kinds
+    ('base', 'base', 'cross', 'upper')
+    >>> plan.chain   # linking order b1, c1, b2 as indices into views
+    (0, 2, 1)
     """
 
     base: tuple[View, ...]
