@@ -413,7 +413,7 @@ def _knobs() -> tuple:
 
 
 def discrete_laplace(scale: float, size, random_state=None) -> np.ndarray:
-    """Exact draws from the discrete Laplace distribution, P(y) ∝ exp(-|y|/scale) on the integers.
+    """Exact draws from the discrete Laplace distribution, ``P(y) ∝ exp(-|y|/scale)`` on the integers.
 
     CKS Algorithm 2 with the float ``scale`` taken exactly as the dyadic
     rational t/s = ``Fraction(scale)``; see the module docstring for why the

@@ -197,10 +197,11 @@ class BaseSynthesizer(BaseEstimator):
     """Base class of the differentially private synthesizers.
 
     Subclasses declare their hyper-parameters in ``__init__`` (stored as
-    given), implement ``_fit_codes`` and may override ``_sample_codes``.
+    given), implement ``_fit_codes`` and may override ``_sample_codes``.  The
+    attributes below are set by :meth:`fit`.
 
-    Fitted attributes (after :meth:`fit`)
-    -------------------------------------
+    Attributes
+    ----------
     privacy_ledger_ : PrivacyLedger
         Every release of private information made by the fit; sums to at most the budget.
     domain_ : Domain

@@ -140,7 +140,7 @@ class PartitionSynthesizer(BaseSynthesizer):
     measurements_ : list of Measurement
         What the estimator was given (public: noisy values, σ and, in aggregate form, the group query).
     selected_ : list of dict
-        Per round: ``clique``, ``n_groups`` (|P|), ``labels`` (the cells' groups, C order), ``rho`` (ρ_m), ``sigma``,
+        Per round: ``clique``, ``n_groups`` (``|P|``), ``labels`` (the cells' groups, C order), ``rho`` (ρ_m), ``sigma``,
         ``final``, and in strict mode the released noisy captured ``contribution`` G̃ (``skipped`` when it left
         no feasible partition).  Paper mode stores no contribution (it is raw).
     rho_used_ : float
