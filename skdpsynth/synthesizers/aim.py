@@ -98,6 +98,8 @@ class AIMSynthesizer(BaseSynthesizer):
     selected_ : list of tuple
         The cliques selected and measured, in order.
 
+    Notes
+    -----
     Every attribute's 1-way marginal is measured, including those of
     attributes that no workload clique contains.  Before any work the fit
     checks that the true answers it holds fit in memory, and raises a
