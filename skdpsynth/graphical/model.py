@@ -160,14 +160,7 @@ class GraphicalModel:
             for v in range(len(jt.cliques) - 1, -1, -1):   # breadth-first: the top clique comes last
                 self._tops.update(dict.fromkeys(jt.cliques[v], v))
         hosted: dict[int, set] = {}   # clique -> wanted attributes placed at or below it, on the subtree
-        paths = []
-        for a in attrs:
-            path = [self._tops[a]]
-            while jt.parent[path[-1]] >= 0:
-                path.append(jt.parent[path[-1]])
-            paths.append(path)
-        common = set(paths[0]).intersection(*map(set, paths[1:]))
-        top = next(v for v in paths[0] if v in common)
+        paths, top = self._paths_to_common_ancestor([self._tops[a] for a in attrs])
         for a, path in zip(attrs, paths):
             for v in path[: path.index(top)]:
                 hosted.setdefault(v, set()).add(a)
@@ -305,18 +298,23 @@ class GraphicalModel:
             holding = [i for i, c in enumerate(jt.cliques) if a in c]
             nodes.add(max(holding, key=lambda i: (len(wanted & set(jt.cliques[i])), -i)))
         # Union of the paths from every chosen clique up to their lowest common ancestor.
-        paths = []
-        for v in nodes:
-            path = [v]
-            while jt.parent[path[-1]] >= 0:
-                path.append(jt.parent[path[-1]])
-            paths.append(path)
-        common = set(paths[0]).intersection(*map(set, paths[1:]))
-        top = next(v for v in paths[0] if v in common)
+        paths, top = self._paths_to_common_ancestor(list(nodes))
         subtree = set()
         for path in paths:
             subtree.update(path[: path.index(top) + 1])
         return subtree, top
+
+    def _paths_to_common_ancestor(self, starts: list[int]) -> tuple[list[list[int]], int]:
+        """Each start clique's path up to the root, and the lowest clique all the paths share."""
+        parent = self.junction_tree.parent
+        paths = []
+        for v in starts:
+            path = [v]
+            while parent[path[-1]] >= 0:
+                path.append(parent[path[-1]])
+            paths.append(path)
+        common = set(paths[0]).intersection(*map(set, paths[1:]))
+        return paths, next(v for v in paths[0] if v in common)
 
     def _subtree_factors(self, subtree: set[int], top: int) -> list[tuple[tuple[str, ...], np.ndarray]]:
         """Log clique and separator marginals of a subtree (see :meth:`_subtree`)."""
