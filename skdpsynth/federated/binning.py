@@ -237,7 +237,7 @@ def value_distributions(codes: ArrayLike, size: int, bin_map: ArrayLike, epsilon
 
 
 def uniform_value_distributions(bin_map: ArrayLike) -> np.ndarray:
-    """U[v] = 1/|bin(v)|: the UniSam ablation of HisRec ([A] App. A.1, §6.2); no data, no budget.
+    """``U[v] = 1/|bin(v)|``: the UniSam ablation of HisRec ([A] App. A.1, §6.2); no data, no budget.
 
     For an unbinned attribute (``bin_map = arange(u)``) this is U ≡ 1.
 

@@ -54,6 +54,7 @@ __all__ = [
     "PROTOCOLS",
 ]
 
+#: The cross-party measurement protocols :func:`measurement_variance` (and the synthesizer) accept.
 PROTOCOLS = ("secure_sum", "indicator")
 
 

@@ -53,6 +53,7 @@ from .wire import MessageError, unpack
 __all__ = ["JOB_FORMAT", "read_job", "write_job", "FileBackend", "WaitingForParties", "FileFederatedData",
            "CuratorState", "answer_requests"]
 
+#: The ``"format"`` field of a job description written by :func:`write_job`; :func:`read_job` refuses other files.
 JOB_FORMAT = "skdpsynth-federated-job"
 JOB_VERSION = 1
 DONE = "done"

@@ -49,7 +49,9 @@ __all__ = [
     "same_message",
 ]
 
+#: The ``"format"`` field of every message header; a message with another value is refused.
 FORMAT_NAME = "skdpsynth-federated-message"
+#: The wire-format version this package writes and accepts (the header's ``"version"``).
 FORMAT_VERSION = 1
 MAX_BYTES = 256 * 2**20  # default limit on an archive (and on its members' total size)
 MAX_MEMBERS = 10_000  # default limit on the number of arrays in an archive
