@@ -185,7 +185,12 @@ html_title = f"skdpsynth {release}"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
+    # The user-guide pages fill the header; the rest go under "More".
+    "header_links_before_dropdown": 5,
 }
+# The top-level pages have no sub-pages: no empty "Section Navigation"
+# column beside them ("*" does not match the API and gallery pages).
+html_sidebars = {"*": []}
 html_static_path: list[str] = []
 
 

@@ -14,7 +14,7 @@ by the 2-way marginal TVD of a synthetic sample against the held-out fold.
 on the records it is given. A grid search fits every candidate on every
 cross-validation split, plus one refit of the winner on all the data, and
 all those fits read the same people: the cost adds up (see "Model selection
-spends budget" in :doc:`/synthesizers`). The scores also read the held-out
+multiplies the cost" in :doc:`/privacy`). The scores also read the held-out
 real records without noise, so the *choice* of the winner is not covered
 by any fit's guarantee either. Tune on public or synthetic data when you
 can; otherwise budget the whole search, as computed below.
@@ -88,7 +88,7 @@ plt.show()
 # What the search spent
 # ---------------------
 # Each fit is ρ-zCDP with ρ = ``cdp_rho(ε, δ)``, and zCDP composes by adding
-# ρ. Counting every fit, as :doc:`/synthesizers` does: each candidate once per
+# ρ. Counting every fit, as :doc:`/privacy` does: each candidate once per
 # split, and the winner once more. (With k folds a record is in k − 1 of a
 # candidate's k training sets, here 1 of 2, so a per-record count is lower;
 # this total is the simple, conservative one. Neither covers the choice of

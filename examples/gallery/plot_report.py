@@ -8,7 +8,7 @@ comparing a real and a synthetic table: the privacy statement of the fit
 marginal total variation distance (TVD), optionally train-on-synthetic
 accuracy, per-column distributions and Cramér's V association heat maps.
 The ``skdpsynth`` command writes the same report with ``--report`` (see
-:doc:`/cli`).
+:doc:`/cli`); :doc:`/evaluation` describes every metric in it.
 
 The report reads the real data in the clear: it is an evaluation tool for
 the data owner and is **not** differentially private. Keep it with the data.
