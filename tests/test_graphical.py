@@ -540,3 +540,31 @@ def test_warm_start_lift_leaves_offsetting_potentials_alone():
     for clique in (("a", "b"), ("b", "c"), ("a", "c")):
         np.testing.assert_allclose(warm.project(clique), fitted.project(clique), rtol=1e-9)
         np.testing.assert_allclose(model.project(clique), fitted.project(clique), rtol=1e-9)
+
+
+def test_gradient_tables_is_the_adjoint_of_the_measured_marginals():
+    # mirror descent moves the junction-tree tables by the loss gradient broadcast back from the measured
+    # cliques; assembled along the read plan's shared partial sums, the tables' sum (the log-density's
+    # change) must equal the plain sum of every measured clique's gradient broadcast over the joint.
+    from skdpsynth.graphical.estimation import _Problem
+    from skdpsynth.graphical.junction_tree import broadcast_shape
+
+    rng = np.random.default_rng(7)
+    dom = Domain(list("abcdefg"), [2, 3, 2, 4, 3, 2, 3])
+    cliques = [("a", "b", "c"), ("b", "c", "d"), ("a", "c"), ("c", "d", "e"), ("d", "e", "f"), ("e", "g"),
+               ("a",), ("d",), ("g",), ("b", "d"), ("c", "e"),
+               # one large table hosting many measured cliques: partial sums shared several times over
+               ("a", "b", "c", "d"), ("a", "b"), ("a", "d"), ("b", "c"), ("c", "d"), ("b",), ("a", "b", "d")]
+    ms = [Measurement(c, rng.normal(10, 1, dom.size(c)), 1.0) for c in cliques]
+    problem = _Problem(dom, ms, 100.0, None, ())
+    grads = {c: rng.normal(size=dom.size(c)) for c in problem.measured}
+    tables = problem.gradient_tables(grads)
+    joint = np.zeros(dom.shape)
+    expected = np.zeros(dom.shape)
+    for h, t in enumerate(tables):
+        if t is not None:
+            joint = joint + np.asarray(t).reshape(broadcast_shape(dom, dom.attrs, problem.jt.cliques[h]))
+    for c, g in grads.items():
+        expected = expected + g.reshape(broadcast_shape(dom, dom.attrs, c))
+    np.testing.assert_allclose(joint, expected, rtol=1e-12, atol=1e-12)
+

@@ -494,12 +494,31 @@ class _Problem:
         return loss, grads
 
     def gradient_tables(self, grads) -> list:
-        """The loss gradient assembled into junction-tree tables (``None`` where no measured clique lands)."""
+        """The loss gradient assembled into junction-tree tables (``None`` where no measured clique lands).
+
+        The adjoint of :meth:`measured_marginals`: each clique's gradient is broadcast back along the read
+        plan's shared partial sums, so a large table takes one broadcast-add per plan step that reads it,
+        not one per measured clique it hosts.  A clique's gradient may land in another table than its owner
+        potential's (:meth:`move_potentials`): only the tables' sum, the model's log-density, matters.
+        """
+        acc = {(self.host[c], c): grads[c].reshape(self.domain.shape_of(c)) for c in self.measured}
+        owned = set()   # accumulators that are this call's own arrays (the others are views: added out of place)
+        for key, source, axes in reversed(self.reads):
+            g = acc.pop(key, None)
+            if g is None:
+                continue
+            g = np.expand_dims(g, axes) if axes else g
+            if source not in acc:
+                shape = self.table_shapes[source] if isinstance(source, int) else self.domain.shape_of(source[1])
+                acc[source] = np.broadcast_to(g, shape)
+            elif source in owned:
+                acc[source] += g
+            else:
+                acc[source] = acc[source] + g
+                owned.add(source)
         out = [None] * len(self.jt.cliques)
-        for c in self.measured:
-            _, _, h, shape = self.lands[c]
-            g = grads[c].reshape(shape)
-            out[h] = g if out[h] is None else out[h] + g
+        for h, g in acc.items():
+            out[h] = g
         return out
 
     @staticmethod
