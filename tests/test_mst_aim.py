@@ -1,4 +1,6 @@
 """Algorithm-level tests of the MST and AIM baselines (the estimator surface is tested elsewhere)."""
+import itertools
+
 import networkx as nx
 import numpy as np
 import pandas as pd
@@ -181,14 +183,63 @@ def test_aim_round_stopping_fits_each_round_to_the_noise_level(monkeypatch):
     rounds = {}
     for rule in ("noise", None):
         calls = aim_estimates(monkeypatch, X, dom, max_iters=500, round_stopping=rule)
-        # Warm-started calls are the rounds and the final estimate (the last call).
-        rounds[rule] = [(target, info) for target, _, warm, info in calls if warm][:-1]
+        # Warm-started calls are the rounds and the final estimate (the last call); with "noise", the extra
+        # estimates before an annealing test (no target) are counted with their round.
+        warm = [(target, info) for target, _, warm, info in calls if warm][:-1]
+        rounds[rule] = [(t, i) for t, i in warm if t is not None] if rule == "noise" else warm
+    assert rounds["noise"]
     for target, info in rounds["noise"]:
         assert info.iterations == 500 or info.loss <= target    # stopped at the target, or ran out of iterations
     assert all(target is None for target, _ in rounds[None])
     assert sum(i.iterations for _, i in rounds["noise"]) < sum(i.iterations for _, i in rounds[None])
     with pytest.raises(ValueError, match="round_stopping must be"):
         AIMSynthesizer(domain=dom, round_stopping="early").fit(X)
+
+
+def test_aim_annealing_test_waits_for_a_noise_stopped_round_to_settle(monkeypatch):
+    # A round stopped at the noise level has not finished moving toward its new measurement, so AIM's
+    # annealing test (movement on the new clique <= sqrt(2/pi) sigma n) would pass too soon.  Extra
+    # estimates run exactly while the test would pass, in the chunks of _ANNEAL_CHECK_ITERS, and no longer.
+    import skdpsynth.synthesizers.aim as aim_module
+
+    X, dom = chain_data(n=20000)
+    real = aim_module.mirror_descent
+    log = []   # per warm-started estimate: (target, iters asked, iterations run, movement / threshold)
+    start = {}
+
+    def spy(domain, measurements, **kwargs):
+        model, info = real(domain, measurements, **kwargs)
+        if kwargs.get("potentials") is not None:
+            new = measurements[-1]
+            if kwargs.get("target_loss") is not None:   # a round: its answers before it
+                start["before"] = kwargs["potentials"].project(new.clique).ravel()
+            moved = np.abs(model.project(new.clique).ravel() - start["before"]).sum()
+            threshold = np.sqrt(2 / np.pi) * new.sigma * new.n_answers
+            log.append((kwargs.get("target_loss"), kwargs["iters"], info.iterations, moved / threshold))
+        return model, info
+    monkeypatch.setattr(aim_module, "mirror_descent", spy)
+    AIMSynthesizer(epsilon=5.0, domain=dom, rounds=20, random_state=3).fit(X)
+    monkeypatch.setattr(aim_module, "mirror_descent", real)
+    log = log[:-1]   # the final estimate
+
+    extended = flipped = 0
+    rounds = [i for i, entry in enumerate(log) if entry[0] is not None]
+    for i in rounds:
+        chunks = list(itertools.takewhile(lambda entry: entry[0] is None, log[i + 1:]))
+        assert [c[1] for c in chunks] == list(aim_module._ANNEAL_CHECK_ITERS[:len(chunks)])
+        previous = log[i]
+        for chunk in chunks:
+            # Another chunk only while the test would still pass and the estimate had not converged.
+            assert previous[3] <= 1.0 and (previous[0] is not None or previous[2] == previous[1])
+            previous = chunk
+        if len(chunks) < len(aim_module._ANNEAL_CHECK_ITERS) and i != rounds[-1]:
+            # Stopped early: the test fails now, or the estimate converged.
+            assert previous[3] > 1.0 or (previous[0] is None and previous[2] < previous[1])
+        extended += bool(chunks)
+        flipped += bool(chunks) and chunks[-1][3] > 1.0
+    # The situation arises in this fit, and waiting changes a decision: a round that would have annealed had
+    # moved more than the noise once settled.
+    assert extended > 0 and flipped > 0
 
 
 def test_aim_final_stopping_stops_at_the_noise_level_of_all_measurements(monkeypatch):

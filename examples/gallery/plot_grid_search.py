@@ -30,7 +30,6 @@ also the privacy noise: a real release must not fix the seed.
 import warnings
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 from sklearn.model_selection import GridSearchCV, KFold
 

@@ -41,6 +41,12 @@ from .select_measure import (
 
 __all__ = ["AIMSynthesizer"]
 
+# The extra mirror-descent iterations, in chunks, that a round stopped at the noise level gets while its
+# annealing test would still pass (see _fit_codes).  Each chunk is a new warm-started estimate.  Measured on
+# Adult at ε = 10 (3 seeds): TVD2/TVD3 0.0190/0.0553 with these chunks; testing after every iteration of one
+# longer estimate instead was worse (0.0193/0.0563): the chunks' extra iterations help, not only the decision.
+_ANNEAL_CHECK_ITERS = (10, 20, 40, 80)
+
 
 class AIMSynthesizer(BaseSynthesizer):
     """AIM: workload-adaptive selection of marginals, fitted with Private-PGM.
@@ -75,6 +81,11 @@ class AIMSynthesizer(BaseSynthesizer):
         previous round's plus the number of new answers, i.e. the model fits
         the earlier measurements as well as before and the new one to its
         noise level; ``None``: after ``max_iters`` iterations or ``tol``.
+        With ``"noise"``, a round whose annealing test would pass at that
+        point (the model's answer on the new clique moved less than the
+        noise) goes on, for at most 150 iterations, until it would fail: the
+        test is about the fitted model, which a noise-level stop has not
+        reached.
     final_stopping : {"noise", None}, default="noise"
         When the final estimate stops.  ``"noise"``: as soon as its loss is
         at most the number of answers measured, i.e. the model fits all
@@ -239,17 +250,35 @@ class AIMSynthesizer(BaseSynthesizer):
             # (one χ² unit each): past that point the round only refines what later rounds and the final
             # estimate refine anyway.  (Also holding the stop until the new clique alone fits to its noise
             # level was measured worse on Adult at ε = 1: TVD2 0.0473 against 0.0428 on seed 1.)
+            # Annealing asks whether the *fitted* model moved less than the noise on the new clique.  A round
+            # stopped as soon as it fits to the noise level has not finished moving, so the test would pass
+            # too soon (Adult, ε = 10, seed 0: σ halved at round 14 instead of 22, 30 rounds instead of 46,
+            # TVD3 0.0570 against 0.0549).  So a round whose test would pass goes on, chunk by chunk of
+            # _ANNEAL_CHECK_ITERS, until it fails.
+            threshold = np.sqrt(2 / np.pi) * sigma * before.size
             target = info.loss + new[0].n_answers if self.round_stopping == "noise" else None
             model, info = mirror_descent(domain, measurements, potentials=model, iters=self.max_iters,
                                          tol=self.tol, step_size=info.step_size, target_loss=target)
+            iterations, extra = info.iterations, 0
             after = model.project(chosen).ravel()
+            if target is not None and not terminate:
+                for chunk in _ANNEAL_CHECK_ITERS:
+                    if np.abs(after - before).sum() > threshold:
+                        break
+                    model, info = mirror_descent(domain, measurements, potentials=model, iters=chunk,
+                                                 tol=self.tol, step_size=info.step_size)
+                    extra += info.iterations
+                    after = model.project(chosen).ravel()
+                    if info.iterations < chunk:   # converged: the movement is final
+                        break
             self.selected_.append(chosen)
             self._log(
                 f"round {len(self.selected_)}: {chosen} (sigma {sigma:.1f}), budget used {rho_used / rho:.1%}, "
-                f"residual {info.residual:.3f} sigma, model {model.size_mb():.2f} MB, {info.iterations} iterations, "
+                f"residual {info.residual:.3f} sigma, model {model.size_mb():.2f} MB, {iterations + extra} iterations "
+                f"({extra} after fitting to the noise), "
                 f"{len(scored):,} of {len(candidates):,} candidates scored"
             )
-            if not terminate and np.abs(after - before).sum() <= np.sqrt(2 / np.pi) * sigma * after.size:
+            if not terminate and np.abs(after - before).sum() <= threshold:
                 sigma /= 2
                 epsilon *= 2
         self._log(f"{len(self.selected_)} rounds done; final estimation ({self.final_iters:,} iterations at most)")
