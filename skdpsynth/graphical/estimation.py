@@ -431,13 +431,9 @@ class _Problem:
         self.groups = {c: [] for c in measured}
         for m in measurements:
             self.groups[m.clique].append(m)
-        # Where each measured clique's gradient lands: its owner's potential, and the
-        # junction-tree table hosting that owner (shapes precomputed: hot loop).
-        self.lands = {}
-        for c in measured:
-            o = owner[c]
-            h = jt.clique_containing(o)
-            self.lands[c] = (o, broadcast_shape(domain, o, c), h, broadcast_shape(domain, jt.cliques[h], c))
+        # Where each measured clique's gradient lands in the potentials: its owner model clique (shape
+        # precomputed: hot loop).  The tables get it along the read plan (gradient_tables).
+        self.lands = {c: (owner[c], broadcast_shape(domain, owner[c], c)) for c in measured}
         self.table_shapes = [domain.shape_of(c) for c in jt.cliques]
         # Curvature of the loss relative to the entropy of the normalised model:
         # L(μ') − L(μ) − ⟨∇L(μ), μ' − μ⟩ ≤ ½ · lipschitz · N · ‖p' − p‖₁².
@@ -529,7 +525,7 @@ class _Problem:
     def move_potentials(self, grads, alpha: float) -> None:
         """``θ ← θ − α ∇L``: the step a trial of the tables took, made on the model's potentials."""
         for c in self.measured:
-            o, shape, _, _ = self.lands[c]
+            o, shape = self.lands[c]
             self.theta[o] = self.theta[o] - alpha * grads[c].reshape(shape)
 
     def model(self, marginals, log_z) -> GraphicalModel:
