@@ -15,9 +15,14 @@ lies in a clique of ``T``: the model only grew).  For a connected subtree of
 distance (``‖p_XY − q_XY‖₁ ≤ ‖p_X − q_X‖₁ + E_{p_X} ‖p_{Y|X} − q_{Y|X}‖₁``)
 gives ``‖p_r − q_r‖₁ ≤ ‖p_t − q_t‖₁ + Σ_{C ≠ t} δ_C`` with
 ``δ_C = Σ_s p(s) ‖p(· | s) − q(· | s)‖₁``, for any clique ``r`` the subtree
-covers (marginalising never increases L1).  The per-clique terms come from
-the two models' clique marginals; each candidate's subtree (the one joining
-the top cliques of its attributes) is summed with lowest common ancestors,
+covers (marginalising never increases L1).  Attributes in different
+connected components (subtrees joined by empty separators) are independent
+in both models, and ``‖p_X p_Y − q_X q_Y‖₁ ≤ ‖p_X − q_X‖₁ + ‖p_Y − q_Y‖₁``:
+a clique's part in each component is bounded on its own, so a change in one
+component (typically the clique just measured) leaves the bounds in the
+others alone.  The per-clique terms come from the two models' clique
+marginals; each candidate's subtrees (those joining the top cliques of its
+attributes, one per component) are summed with lowest common ancestors,
 vectorised over all candidates.
 """
 from __future__ import annotations
@@ -89,7 +94,6 @@ def marginal_change_bounds(model, previous, cliques) -> np.ndarray:
     """
     jt = model.junction_tree
     domain = model.domain
-    index = cliques if isinstance(cliques, np.ndarray) else clique_index(domain, cliques)
     n = len(jt.cliques)
     p = [m / model.total for m in model.clique_marginals]
     q, _ = belief_propagation(jt, assemble_potentials(jt, previous.potentials), 1.0)
@@ -109,14 +113,20 @@ def marginal_change_bounds(model, previous, cliques) -> np.ndarray:
         terms = np.abs(p[v] - q[v] * ratio)
         conditional[v] = np.where(np.broadcast_to(q_sep > 0, terms.shape), terms, 0.0).sum()
 
-    # Tree bookkeeping (breadth-first order: a parent comes before its children).
+    # Tree bookkeeping (breadth-first order: a parent comes before its children).  ``down`` restarts at every
+    # component's top (an empty separator): paths never cross from one component into another.
     depth = np.zeros(n, dtype=np.intp)
-    down = np.zeros(n)                       # Σ δ on the path root → v (the root's own term excluded)
+    down = np.zeros(n)                       # Σ δ on the path from the component's top to v (its own excluded)
+    component = np.zeros(n, dtype=np.intp)
     ancestor = np.zeros((n, n), dtype=bool)  # ancestor[v, u]: u is v or above it
     ancestor[0, 0] = True
     for v in range(1, n):
         u = jt.parent[v]
-        depth[v], down[v] = depth[u] + 1, down[u] + conditional[v]
+        depth[v] = depth[u] + 1
+        if jt.separators[v]:
+            down[v], component[v] = down[u] + conditional[v], component[u]
+        else:
+            component[v] = v
         ancestor[v] = ancestor[u]
         ancestor[v, v] = True
     preorder = np.empty(n, dtype=np.intp)
@@ -132,11 +142,22 @@ def marginal_change_bounds(model, previous, cliques) -> np.ndarray:
     top = np.full(len(domain), -1, dtype=np.intp)
     for v in range(n - 1, -1, -1):
         top[[domain.index(a) for a in jt.cliques[v]]] = v
+    index = cliques if isinstance(cliques, np.ndarray) else clique_index(domain, cliques)
     hosts = top[index]
-    hosts = np.take_along_axis(hosts, np.argsort(preorder[hosts], axis=1, kind="stable"), axis=1)
-    # The subtree joining the hosts (sorted in depth-first order) is the union of their root paths, minus what
-    # lies above their common ancestor: Σ_i D(h_i) − Σ_i D(lca(h_i, h_i+1)) − D(lca(all)), plus that
-    # ancestor's own whole-clique term.
-    joint = lca[hosts[:, 0], hosts[:, -1]]
-    bound = down[hosts].sum(axis=1) - down[lca[hosts[:, :-1], hosts[:, 1:]]].sum(axis=1) - down[joint]
-    return np.minimum(bound + whole[joint], 2.0)
+    order_key = component[hosts] * n + preorder[hosts]
+    hosts = np.take_along_axis(hosts, np.argsort(order_key, axis=1, kind="stable"), axis=1)
+    # Per component, the subtree joining its hosts (sorted in depth-first order) is the union of their paths
+    # from the component's top, minus what lies above their common ancestor J:
+    # Σ_i D(h_i) − Σ_i D(lca(h_i, h_i+1)) − D(J), plus J's own whole-clique term.
+    comp = component[hosts]
+    same = comp[:, :-1] == comp[:, 1:]
+    bound = down[hosts].sum(axis=1) - np.where(same, down[lca[hosts[:, :-1], hosts[:, 1:]]], 0.0).sum(axis=1)
+    positions = np.broadcast_to(np.arange(hosts.shape[1]), hosts.shape)
+    is_start = np.ones(hosts.shape, dtype=bool)
+    is_start[:, 1:] = ~same
+    is_end = np.ones(hosts.shape, dtype=bool)
+    is_end[:, :-1] = ~same
+    start = np.maximum.accumulate(np.where(is_start, positions, 0), axis=1)
+    joint = lca[np.take_along_axis(hosts, start, axis=1), hosts]
+    bound += np.where(is_end, whole[joint] - down[joint], 0.0).sum(axis=1)
+    return np.minimum(bound, 2.0)
