@@ -354,6 +354,29 @@ def test_warm_start_continues_from_previous_potentials():
     np.testing.assert_allclose(warm.project(["a", "b"]), model.project(["a", "b"]), rtol=0.05)
 
 
+def test_warm_start_from_a_calibrated_model_on_the_same_tree_saves_a_pass(monkeypatch):
+    import skdpsynth.graphical.estimation as estimation
+
+    dom, data, rng = small_problem(seed=4)
+    ms = noisy_measurements(dom, data, [("a", "b"), ("b", "c")], 5.0, rng)
+    model, info = mirror_descent(dom, ms, iters=50, tol=0.0)
+    calls = []
+    monkeypatch.setattr(estimation, "belief_propagation", lambda *a: calls.append(1) or belief_propagation(*a))
+    fresh = GraphicalModel(dom, model.potentials, model.total)   # same potentials, not calibrated
+    cold, cold_info = mirror_descent(dom, ms, potentials=fresh, iters=20, tol=0.0, step_size=info.step_size)
+    cold_calls, calls[:] = len(calls), []
+    warm, warm_info = mirror_descent(dom, ms, potentials=model, iters=20, tol=0.0, step_size=info.step_size)
+    assert len(calls) < cold_calls
+    # The model's own calibration is that of its potentials, to rounding: the same fit.
+    np.testing.assert_allclose(warm_info.loss_history, cold_info.loss_history, rtol=1e-9)
+    for clique, table in cold.potentials.items():
+        np.testing.assert_allclose(warm.potentials[clique], table, rtol=1e-9, atol=1e-9)
+    # A different tree (a new clique) is calibrated afresh.
+    calls[:] = []
+    mirror_descent(dom, ms + noisy_measurements(dom, data, [("c", "d")], 5.0, rng), potentials=model, iters=1)
+    assert len(calls) >= 2
+
+
 def test_measurement_validation():
     with pytest.raises(ValueError, match="sigma"):
         Measurement(("a",), [1.0], 0.0)

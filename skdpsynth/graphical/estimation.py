@@ -23,6 +23,7 @@ from scipy.sparse.linalg import LinearOperator, lsqr
 
 from ..domain import Domain
 from ..marginals import maximal_cliques
+from . import tables as table_ops
 from .inference import assemble_potentials, belief_propagation
 from .junction_tree import JunctionTree, broadcast_shape, reduce_axes
 from .model import GraphicalModel
@@ -409,7 +410,8 @@ class _Problem:
         self.total = total = max(float(known_total), 1.0)
         self.n_answers = sum(m.n_answers for m in measurements)
 
-        if isinstance(potentials, GraphicalModel):
+        warm_model = potentials if isinstance(potentials, GraphicalModel) else None
+        if warm_model is not None:
             potentials = potentials.potentials
         warm = {domain.canonical(c): np.asarray(v, float) for c, v in (potentials or {}).items()}
         model_cliques = maximal_cliques(
@@ -438,6 +440,14 @@ class _Problem:
         # Curvature of the loss relative to the entropy of the normalised model:
         # L(μ') − L(μ) − ⟨∇L(μ), μ' − μ⟩ ≤ ½ · lipschitz · N · ‖p' − p‖₁².
         self.lipschitz = 2.0 * total * sum(m.column_norm_sq() / m.sigma**2 for m in measurements)
+        # A warm start from a model calibrated on this very junction tree, with the same cliques (so θ holds its
+        # potentials unchanged): its marginals are those of the first tables, and the first pass is saved
+        # (AIM's annealing continues a round's estimate in chunks, each a new estimate from the last).
+        self._warm_calibration = None
+        if warm_model is not None and set(model_cliques) == set(warm):
+            cached = warm_model.cached_calibration()
+            if cached is not None and cached[0].same_structure(jt):
+                self._warm_calibration = cached[1:]
         if warm:
             self._lift_vanishing_cells()
 
@@ -457,10 +467,20 @@ class _Problem:
             return
         losses = []
         for theta in (self.theta, floored):
-            marginals, _ = self.calibrate(assemble_potentials(self.jt, theta))
+            if theta is self.theta and self._warm_calibration is not None:
+                marginals = self._warm_calibration[0]
+            else:
+                marginals, _ = self.calibrate(assemble_potentials(self.jt, theta))
             losses.append(self.loss_and_grad(self.measured_marginals(marginals), gradient=False)[0])
         if losses[1] <= losses[0] * (1 + 1e-9) + 1e-9:
             self.theta = floored
+            self._warm_calibration = None
+
+    def initial_calibration(self, tables):
+        """:meth:`calibrate` of the first tables, or the warm start's own calibration when it is theirs."""
+        if self._warm_calibration is not None:
+            return self._warm_calibration
+        return self.calibrate(tables)
 
     def calibrate(self, tables):
         """Belief propagation: (junction-tree marginals, log-partition)."""
@@ -508,9 +528,9 @@ class _Problem:
                 shape = self.table_shapes[source] if isinstance(source, int) else self.domain.shape_of(source[1])
                 acc[source] = np.broadcast_to(g, shape)
             elif source in owned:
-                acc[source] += g
+                table_ops.add(acc[source], g, out=acc[source])
             else:
-                acc[source] = acc[source] + g
+                acc[source] = table_ops.add(acc[source], g)
                 owned.add(source)
         out = [None] * len(self.jt.cliques)
         for h, g in acc.items():
@@ -520,7 +540,7 @@ class _Problem:
     @staticmethod
     def step_tables(tables, grad_tables, step: float) -> list:
         """``tables − step · gradient``, the untouched tables shared, not copied."""
-        return [t if g is None else t - step * g for t, g in zip(tables, grad_tables)]
+        return [t if g is None else table_ops.step(t, step, g) for t, g in zip(tables, grad_tables)]
 
     def move_potentials(self, grads, alpha: float) -> None:
         """``θ ← θ − α ∇L``: the step a trial of the tables took, made on the model's potentials."""
@@ -604,7 +624,7 @@ def _armijo(problem, iters, step_size, tol, backtracking_steps, step_growth, cal
     """Entropic mirror descent with Armijo backtracking (Algorithm 1 of McKenna et al. 2019)."""
     alpha, safe_step = _start_step(problem, step_size, 2.0)
     tables = assemble_potentials(problem.jt, problem.theta)
-    marginals, log_z = problem.calibrate(tables)
+    marginals, log_z = problem.initial_calibration(tables)
     mus = problem.measured_marginals(marginals)
     loss, grads = problem.loss_and_grad(mus)
     history = [loss]
@@ -688,7 +708,7 @@ def _accelerated(problem, iters, step_size, tol, backtracking_steps, step_growth
     alpha, safe_step = _start_step(problem, step_size, 1.0)
     N = problem.total
     tables = assemble_potentials(problem.jt, problem.theta)
-    marginals, log_z = problem.calibrate(tables)
+    marginals, log_z = problem.initial_calibration(tables)
     z = problem.measured_marginals(marginals)
     loss_z, _ = problem.loss_and_grad(z, gradient=False)
     x, loss_x = z, loss_z

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from ..domain import Domain
+from . import tables
 from .junction_tree import JunctionTree, broadcast_shape, reduce_axes
 
 __all__ = ["belief_propagation", "assemble_potentials", "variable_elimination"]
@@ -111,9 +112,8 @@ def belief_propagation(
     for i in range(n - 1, 0, -1):
         own_axes, _, _, in_parent = plan[i]
         belief = up[i]
-        shift = float(belief.max())
-        probs = np.subtract(belief, shift)
-        np.exp(probs, out=probs)
+        shift = tables.maximum(belief)
+        probs = tables.exp_shifted(belief, shift)
         sums = reduce_axes(probs, own_axes)
         msg = np.log(np.maximum(sums, _TINY))
         msg += shift
@@ -144,25 +144,23 @@ def belief_propagation(
     log_partition = 0.0
     for i in range(n):
         if i == 0:
-            shift = float(up[0].max())
-            probs = up[0] if owned[0] else np.array(up[0])
-            probs -= shift
-            np.exp(probs, out=probs)
+            shift = tables.maximum(up[0])
+            probs = tables.exp_shifted(up[0], shift, out=up[0] if owned[0] else None)
         else:
             m = msg_down[i]
             probs = up_exp[i]
             if probs is not None:
                 m_max = float(m.max())
-                probs *= np.exp(m - m_max)
+                tables.multiply_inplace(probs, np.exp(m - m_max))
                 shift = up_shift[i] + m_max
-            if probs is None or probs.max() < 1e-200:
+            if probs is None or tables.maximum(probs) < 1e-200:
                 # The two maxima sit in different cells (or slices underflowed on the way up): exponentiate
                 # the full belief directly rather than lose precision.
                 full = up[i] + m
                 shift = float(full.max())
                 probs = np.exp(full - shift)
             up_exp[i] = None
-        z = probs.sum()
+        z = float(reduce_axes(probs, tuple(range(probs.ndim))))
         if i == 0:
             log_partition = float(np.log(z) + shift)
         for c in jt.children[i]:
@@ -173,7 +171,7 @@ def belief_propagation(
             msg += shift
             msg -= msg_up[c].reshape(in_child)
             msg_down[c] = msg
-        probs *= total / z
+        tables.multiply_inplace(probs, total / z)
         marginals[i] = probs
     return marginals, log_partition
 

@@ -17,6 +17,7 @@ from math import prod
 import numpy as np
 
 from ..domain import Domain
+from . import tables as _tables
 
 __all__ = ["JunctionTree", "elimination_order", "model_size_mb"]
 
@@ -191,6 +192,11 @@ class JunctionTree:
         """Memory of the clique tables in MiB at float64."""
         return self.size() * 8 / 2**20
 
+    def same_structure(self, other: "JunctionTree") -> bool:
+        """Same cliques in the same order, with the same parents: tables made for one fit the other."""
+        return other is self or (self.cliques == other.cliques and self.parent == other.parent
+                                 and self.domain == other.domain)
+
     def clique_containing(self, attrs: Iterable[str]) -> int | None:
         """Index of the smallest clique containing ``attrs``, or ``None`` (memoised)."""
         key = frozenset(attrs)
@@ -272,9 +278,18 @@ def reduce_axes(table: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
 
     ``einsum`` is used because numpy's multi-axis ``sum`` is several times
     slower when a kept axis is the innermost one, which is common here.
+    Large tables are summed slab by slab by threads (:mod:`.tables`).
     """
     if not axes:
         return table
+    if table.size >= _tables.PARALLEL_CELLS:
+        summed = _tables.reduce_in_slabs(table, axes, _reduce_axes)
+        if summed is not None:
+            return summed
+    return _reduce_axes(table, axes)
+
+
+def _reduce_axes(table: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     if table.ndim > len(_LETTERS):
         return table.sum(axis=axes)
     key = (table.ndim, axes)

@@ -103,6 +103,12 @@ class GraphicalModel:
         self._conditionals, self._parts, self._reduced, self._tops = {}, {}, {}, None
         self._messages, self._message_bytes = {}, 0
 
+    def cached_calibration(self) -> tuple[JunctionTree, list[np.ndarray], float] | None:
+        """``(junction tree, its clique marginals, log-partition)`` if already computed, else ``None``."""
+        if self._marginals is None:
+            return None
+        return self._jt, self._marginals, self._log_partition
+
     @property
     def clique_marginals(self) -> list[np.ndarray]:
         """Marginal tables of the junction-tree cliques (same order as ``junction_tree.cliques``)."""
