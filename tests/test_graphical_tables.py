@@ -77,3 +77,18 @@ def test_mirror_descent_in_slabs_fits_the_same_model(monkeypatch):
     slabs, info_slabs = mirror_descent(dom, ms, iters=100, tol=0.0)
     assert info_slabs.loss == pytest.approx(info_whole.loss, rel=1e-9)
     np.testing.assert_allclose(slabs.project(["a", "d"]), whole.project(["a", "d"]), rtol=1e-8)
+
+
+def test_a_forked_process_makes_its_own_threads(slabs_everywhere, monkeypatch):
+    import multiprocessing
+    import os
+
+    monkeypatch.setenv("SKDPSYNTH_NUM_THREADS", "2")
+    table = np.arange(24.0).reshape(4, 6)
+    assert tables.maximum(table) == 23.0   # the pool exists in this process now
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        # In the child the inherited pool has no threads: a pass must not wait on them forever.
+        result = pool.apply_async(tables.maximum, (table,))
+        assert result.get(timeout=30) == 23.0
+    assert os.getpid() == tables._pool_pid

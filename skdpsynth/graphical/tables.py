@@ -30,6 +30,8 @@ PARALLEL_CELLS = 2**18
 _SLABS = 4
 
 _pool: ThreadPoolExecutor | None = None
+_pool_pid = 0   # a forked child inherits the pool object but not its threads: it makes its own
+_pool_threads = 0
 
 
 def num_threads() -> int:
@@ -51,12 +53,13 @@ def num_threads() -> int:
 
 
 def _map(function: Callable, items: list) -> list:
-    global _pool
+    global _pool, _pool_pid, _pool_threads
     threads = num_threads()
     if threads == 1 or len(items) == 1:
         return [function(item) for item in items]
-    if _pool is None or _pool._max_workers != threads:
+    if _pool is None or _pool_pid != os.getpid() or _pool_threads != threads:
         _pool = ThreadPoolExecutor(threads, thread_name_prefix="skdpsynth-tables")
+        _pool_pid, _pool_threads = os.getpid(), threads
     return list(_pool.map(function, items))
 
 
