@@ -28,6 +28,7 @@ def test_slab_operations_equal_whole_table_numpy(slabs_everywhere, monkeypatch, 
             axes = tuple(sorted(set(axes)))
             np.testing.assert_allclose(reduce_axes(table, axes), _reduce_axes(table, axes), rtol=1e-13, atol=1e-13)
         assert tables.maximum(table) == table.max()
+        assert tables.total(table) == pytest.approx(table.sum(), rel=1e-13, abs=1e-13)
         np.testing.assert_array_equal(tables.exp_shifted(table, 0.5), np.exp(table - 0.5))
         own = table.copy()
         tables.exp_shifted(own, 0.5, out=own)

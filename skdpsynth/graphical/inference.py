@@ -160,7 +160,7 @@ def belief_propagation(
                 shift = float(full.max())
                 probs = np.exp(full - shift)
             up_exp[i] = None
-        z = float(reduce_axes(probs, tuple(range(probs.ndim))))
+        z = tables.total(probs)
         if i == 0:
             log_partition = float(np.log(z) + shift)
         for c in jt.children[i]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from math import prod
 
 import numpy as np
 
@@ -66,7 +67,7 @@ def _map(function: Callable, items: list) -> list:
 def _slabs(shape: tuple[int, ...]) -> tuple[int, list[tuple]] | None:
     """``(axis, index tuples)`` cutting the first axis of more than one cell into at most 4 slabs, or ``None``
     when the table is small or has no such axis."""
-    if int(np.prod(shape, dtype=float)) < PARALLEL_CELLS:
+    if prod(shape) < PARALLEL_CELLS:
         return None
     for axis, size in enumerate(shape):
         if size > 1:
@@ -98,9 +99,17 @@ def reduce_in_slabs(table: np.ndarray, axes: tuple[int, ...], reduce: Callable) 
     return np.concatenate(parts, axis=sum(1 for a in range(axis) if a not in axes))
 
 
+def total(table: np.ndarray) -> float:
+    """The sum of all cells."""
+    cut = None if table.size < PARALLEL_CELLS else _slabs(table.shape)
+    if cut is None:
+        return float(table.sum())
+    return float(sum(_map(lambda index: float(table[index].sum()), cut[1])))
+
+
 def maximum(table: np.ndarray) -> float:
     """The largest cell."""
-    cut = _slabs(table.shape)
+    cut = None if table.size < PARALLEL_CELLS else _slabs(table.shape)
     if cut is None:
         return float(table.max())
     return max(_map(lambda index: float(table[index].max()), cut[1]))
@@ -108,6 +117,9 @@ def maximum(table: np.ndarray) -> float:
 
 def exp_shifted(table: np.ndarray, shift: float, out: np.ndarray | None = None) -> np.ndarray:
     """``exp(table − shift)``, into ``out`` (which may be ``table`` itself) or a new array."""
+    if table.size < PARALLEL_CELLS:
+        out = np.subtract(table, shift, out=out)
+        return np.exp(out, out=out)
     out = np.empty_like(table) if out is None else out
 
     def work(index):
@@ -123,7 +135,7 @@ def exp_shifted(table: np.ndarray, shift: float, out: np.ndarray | None = None) 
 
 def multiply_inplace(table: np.ndarray, factor) -> None:
     """``table *= factor`` (a number, or an array that broadcasts to the table)."""
-    cut = _slabs(table.shape)
+    cut = None if table.size < PARALLEL_CELLS else _slabs(table.shape)
     if cut is None:
         table *= factor
         return
@@ -136,6 +148,8 @@ def multiply_inplace(table: np.ndarray, factor) -> None:
 
 def add(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``a + b`` (``b`` may broadcast to ``a``'s shape), into ``out`` (which may be ``a``) or a new array."""
+    if a.size < PARALLEL_CELLS and b.size < PARALLEL_CELLS:
+        return np.add(a, b, out=out)
     out = np.empty(np.broadcast_shapes(a.shape, b.shape)) if out is None else out
     cut = _slabs(out.shape)
     if cut is None:
@@ -151,7 +165,7 @@ def add(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarr
 
 def step(table: np.ndarray, size: float, direction: np.ndarray) -> np.ndarray:
     """``table − size · direction`` as a new array (``direction`` may broadcast to the table)."""
-    cut = _slabs(table.shape)
+    cut = None if table.size < PARALLEL_CELLS else _slabs(table.shape)
     if cut is None:
         return table - size * direction
     axis, slabs = cut
