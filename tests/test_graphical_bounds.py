@@ -54,9 +54,8 @@ def test_bounds_are_zero_for_the_same_model_and_local_to_the_change():
     moved = GraphicalModel(dom, {**pots, ("x4", "x5"): pots[("x4", "x5")] + rng.normal(0, 2, (3, 3))}, total=50.0)
     b = dict(zip([("x0",), ("x5",)], marginal_change_bounds(moved, model, [("x0",), ("x5",)])))
     exact_x5 = np.abs(moved.probability(["x5"]) - model.probability(["x5"])).sum()
-    assert b[("x5",)] >= exact_x5 - 1e-12 and exact_x5 > 0.05
+    assert b[("x5",)] >= exact_x5 > 0.05
     assert b[("x0",)] < b[("x5",)] / 2
-
 
 
 def test_a_change_in_one_component_leaves_the_bounds_in_the_others_alone():
