@@ -371,6 +371,13 @@ def test_warm_start_from_a_calibrated_model_on_the_same_tree_saves_a_pass(monkey
     np.testing.assert_allclose(warm_info.loss_history, cold_info.loss_history, rtol=1e-9)
     for clique, table in cold.potentials.items():
         np.testing.assert_allclose(warm.potentials[clique], table, rtol=1e-9, atol=1e-9)
+    # New measurements on the same cliques estimate another record count: the reused marginals follow it.
+    more = ms + [Measurement(("a", "b"), 1.5 * ms[0].values, 5.0)]
+    refit, _ = mirror_descent(dom, more, potentials=model, iters=0)
+    assert refit.total != pytest.approx(model.total, rel=0.01)
+    fresh = GraphicalModel(dom, refit.potentials, refit.total)
+    for got, want in zip(refit.clique_marginals, fresh.clique_marginals):
+        np.testing.assert_allclose(got, want, rtol=1e-9)
     # A different tree (a new clique) is calibrated afresh.
     calls[:] = []
     mirror_descent(dom, ms + noisy_measurements(dom, data, [("c", "d")], 5.0, rng), potentials=model, iters=1)

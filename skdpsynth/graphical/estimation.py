@@ -447,7 +447,10 @@ class _Problem:
         if warm_model is not None and set(model_cliques) == set(warm):
             cached = warm_model.cached_calibration()
             if cached is not None and cached[0].same_structure(jt):
-                self._warm_calibration = cached[1:]
+                marginals, log_z = cached[1:]
+                if warm_model.total != total:   # new measurements estimate the record count anew
+                    marginals = [m * (total / warm_model.total) for m in marginals]
+                self._warm_calibration = (marginals, log_z)
         if warm:
             self._lift_vanishing_cells()
 
