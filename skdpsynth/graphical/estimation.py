@@ -440,17 +440,18 @@ class _Problem:
         # Curvature of the loss relative to the entropy of the normalised model:
         # L(μ') − L(μ) − ⟨∇L(μ), μ' − μ⟩ ≤ ½ · lipschitz · N · ‖p' − p‖₁².
         self.lipschitz = 2.0 * total * sum(m.column_norm_sq() / m.sigma**2 for m in measurements)
+        # (marginals, log-partition) of θ when already made (then the estimate's first pass is skipped).
         # A warm start from a model calibrated on this very junction tree, with the same cliques (so θ holds its
         # potentials unchanged): its marginals are those of the first tables, and the first pass is saved
         # (AIM's annealing continues a round's estimate in chunks, each a new estimate from the last).
-        self._warm_calibration = None
+        self._theta_calibration = None
         if warm_model is not None and set(model_cliques) == set(warm):
             cached = warm_model.cached_calibration()
             if cached is not None and cached[0].same_structure(jt):
                 marginals, log_z = cached[1:]
                 if warm_model.total != total:   # new measurements estimate the record count anew
                     marginals = [m * (total / warm_model.total) for m in marginals]
-                self._warm_calibration = (marginals, log_z)
+                self._theta_calibration = (marginals, log_z)
         if warm:
             self._lift_vanishing_cells()
 
@@ -468,21 +469,26 @@ class _Problem:
         floored = {c: np.maximum(v, v.max() - _WARM_START_FLOOR) if v.size else v for c, v in self.theta.items()}
         if all(np.array_equal(floored[c], v) for c, v in self.theta.items()):
             return
-        losses = []
+        losses, calibrations = [], []
         for theta in (self.theta, floored):
-            if theta is self.theta and self._warm_calibration is not None:
-                marginals = self._warm_calibration[0]
+            if theta is self.theta and self._theta_calibration is not None:
+                calibration = self._theta_calibration
             else:
-                marginals, _ = self.calibrate(assemble_potentials(self.jt, theta))
-            losses.append(self.loss_and_grad(self.measured_marginals(marginals), gradient=False)[0])
+                calibration = self.calibrate(assemble_potentials(self.jt, theta))
+            calibrations.append(calibration)
+            losses.append(self.loss_and_grad(self.measured_marginals(calibration[0]), gradient=False)[0])
+        # Either way, the kept potentials' calibration is at hand: the estimate starts from it.
         if losses[1] <= losses[0] * (1 + 1e-9) + 1e-9:
             self.theta = floored
-            self._warm_calibration = None
+            self._theta_calibration = calibrations[1]
+        else:
+            self._theta_calibration = calibrations[0]
 
     def initial_calibration(self, tables):
-        """:meth:`calibrate` of the first tables, or the warm start's own calibration when it is theirs."""
-        if self._warm_calibration is not None:
-            return self._warm_calibration
+        """:meth:`calibrate` of the first tables, or the one already made of them (the warm start's own, or the
+        lift's)."""
+        if self._theta_calibration is not None:
+            return self._theta_calibration
         return self.calibrate(tables)
 
     def calibrate(self, tables):

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from math import prod
 
 import numpy as np
 
@@ -64,12 +63,12 @@ def _map(function: Callable, items: list) -> list:
     return list(_pool.map(function, items))
 
 
-def _slabs(shape: tuple[int, ...]) -> tuple[int, list[tuple]] | None:
-    """``(axis, index tuples)`` cutting the first axis of more than one cell into at most 4 slabs, or ``None``
-    when the table is small or has no such axis."""
-    if prod(shape) < PARALLEL_CELLS:
+def _slabs(table: np.ndarray) -> tuple[int, list[tuple]] | None:
+    """``(axis, index tuples)`` cutting the table's first axis of more than one cell into at most 4 slabs, or
+    ``None`` when the table is small (worked on whole)."""
+    if table.size < PARALLEL_CELLS:
         return None
-    for axis, size in enumerate(shape):
+    for axis, size in enumerate(table.shape):
         if size > 1:
             cuts = np.linspace(0, size, min(_SLABS, size) + 1).astype(int)
             lead = (slice(None),) * axis
@@ -86,7 +85,7 @@ def _slab_of(operand: np.ndarray, index: tuple, axis: int):
 
 def reduce_in_slabs(table: np.ndarray, axes: tuple[int, ...], reduce: Callable) -> np.ndarray | None:
     """``reduce(table, axes)`` slab by slab (partial sums added, or kept slabs joined), or ``None`` if small."""
-    cut = _slabs(table.shape)
+    cut = _slabs(table)
     if cut is None:
         return None
     axis, slabs = cut
@@ -101,7 +100,7 @@ def reduce_in_slabs(table: np.ndarray, axes: tuple[int, ...], reduce: Callable) 
 
 def total(table: np.ndarray) -> float:
     """The sum of all cells."""
-    cut = None if table.size < PARALLEL_CELLS else _slabs(table.shape)
+    cut = _slabs(table)
     if cut is None:
         return float(table.sum())
     return float(sum(_map(lambda index: float(table[index].sum()), cut[1])))
@@ -109,7 +108,7 @@ def total(table: np.ndarray) -> float:
 
 def maximum(table: np.ndarray) -> float:
     """The largest cell."""
-    cut = None if table.size < PARALLEL_CELLS else _slabs(table.shape)
+    cut = _slabs(table)
     if cut is None:
         return float(table.max())
     return max(_map(lambda index: float(table[index].max()), cut[1]))
@@ -117,7 +116,8 @@ def maximum(table: np.ndarray) -> float:
 
 def exp_shifted(table: np.ndarray, shift: float, out: np.ndarray | None = None) -> np.ndarray:
     """``exp(table − shift)``, into ``out`` (which may be ``table`` itself) or a new array."""
-    if table.size < PARALLEL_CELLS:
+    cut = _slabs(table)
+    if cut is None:
         out = np.subtract(table, shift, out=out)
         return np.exp(out, out=out)
     out = np.empty_like(table) if out is None else out
@@ -125,17 +125,13 @@ def exp_shifted(table: np.ndarray, shift: float, out: np.ndarray | None = None) 
     def work(index):
         np.subtract(table[index], shift, out=out[index])
         np.exp(out[index], out=out[index])
-    cut = _slabs(table.shape)
-    if cut is None:
-        work(...)
-    else:
-        _map(work, cut[1])
+    _map(work, cut[1])
     return out
 
 
 def multiply_inplace(table: np.ndarray, factor) -> None:
     """``table *= factor`` (a number, or an array that broadcasts to the table)."""
-    cut = None if table.size < PARALLEL_CELLS else _slabs(table.shape)
+    cut = _slabs(table)
     if cut is None:
         table *= factor
         return
@@ -151,11 +147,7 @@ def add(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarr
     if a.size < PARALLEL_CELLS and b.size < PARALLEL_CELLS:
         return np.add(a, b, out=out)
     out = np.empty(np.broadcast_shapes(a.shape, b.shape)) if out is None else out
-    cut = _slabs(out.shape)
-    if cut is None:
-        np.add(a, b, out=out)
-        return out
-    axis, slabs = cut
+    axis, slabs = _slabs(out)   # out has at least as many cells as a or b: it is cut
 
     def work(index):
         np.add(_slab_of(a, index, axis), _slab_of(b, index, axis), out=out[index])
@@ -165,7 +157,7 @@ def add(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarr
 
 def step(table: np.ndarray, size: float, direction: np.ndarray) -> np.ndarray:
     """``table − size · direction`` as a new array (``direction`` may broadcast to the table)."""
-    cut = None if table.size < PARALLEL_CELLS else _slabs(table.shape)
+    cut = _slabs(table)
     if cut is None:
         return table - size * direction
     axis, slabs = cut

@@ -256,6 +256,10 @@ class AIMSynthesizer(BaseSynthesizer):
             # TVD3 0.0570 against 0.0549).  So a round whose test would pass goes on, chunk by chunk of
             # _ANNEAL_CHECK_ITERS, until it fails.
             threshold = np.sqrt(2 / np.pi) * sigma * before.size
+
+            def moved_less_than_noise() -> bool:   # the annealing test, on the model's answer so far
+                return np.abs(after - before).sum() <= threshold
+
             target = info.loss + new[0].n_answers if self.round_stopping == "noise" else None
             model, info = mirror_descent(domain, measurements, potentials=model, iters=self.max_iters,
                                          tol=self.tol, step_size=info.step_size, target_loss=target)
@@ -263,7 +267,7 @@ class AIMSynthesizer(BaseSynthesizer):
             after = model.project(chosen).ravel()
             if target is not None and not terminate:
                 for chunk in _ANNEAL_CHECK_ITERS:
-                    if np.abs(after - before).sum() > threshold:
+                    if not moved_less_than_noise():
                         break
                     model, info = mirror_descent(domain, measurements, potentials=model, iters=chunk,
                                                  tol=self.tol, step_size=info.step_size)
@@ -278,7 +282,7 @@ class AIMSynthesizer(BaseSynthesizer):
                 f"({extra} after fitting to the noise), "
                 f"{len(scored):,} of {len(candidates):,} candidates scored"
             )
-            if not terminate and np.abs(after - before).sum() <= threshold:
+            if not terminate and moved_less_than_noise():
                 sigma /= 2
                 epsilon *= 2
         self._log(f"{len(self.selected_)} rounds done; final estimation ({self.final_iters:,} iterations at most)")
