@@ -153,7 +153,7 @@ def test_out_of_clique_marginals_by_elimination_match_brute_force(name, monkeypa
     import skdpsynth.graphical.model as model_module
 
     monkeypatch.setattr(model_module, "_largest_loop", lambda *args: np.inf)
-    monkeypatch.setattr(GraphicalModel, "_project_by_messages", lambda self, attrs: None)
+    monkeypatch.setattr(GraphicalModel, "_project_by_messages", lambda self, attrs, max_work=None: None)
     rng = np.random.default_rng(3)
     model = GraphicalModel(DOM, random_potentials(DOM, STRUCTURES[name], rng), total=1.0)
     log_joint = joint_from_potentials(DOM, model.potentials)
@@ -178,7 +178,7 @@ def test_out_of_clique_marginals_by_messages_match_brute_force(seed, monkeypatch
     used = []
     by_messages = GraphicalModel._project_by_messages
     monkeypatch.setattr(GraphicalModel, "_project_by_messages",
-                        lambda self, attrs: used.append(attrs) or by_messages(self, attrs))
+                        lambda self, attrs, max_work=None: used.append(attrs) or by_messages(self, attrs, max_work))
     for k in (2, 3):
         for attrs in itertools.combinations(dom.attrs, k):
             np.testing.assert_allclose(model.project(attrs), brute_marginal(joint, dom, attrs), rtol=0, atol=1e-12)
@@ -191,6 +191,56 @@ def test_out_of_clique_marginals_by_messages_match_brute_force(seed, monkeypatch
     for attrs in itertools.combinations(dom.attrs, 3):
         np.testing.assert_allclose(bounded.project(attrs), brute_marginal(joint, dom, attrs), rtol=0, atol=1e-12)
     assert len(bounded._messages) <= 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_relaxed_messages_replace_a_poor_elimination_order(seed, monkeypatch):
+    """When numpy's contraction order loops too widely, the messages are tried again with their size limit
+    relaxed before the greedy elimination: same marginals as brute force, by that path (or by elimination when
+    even the relaxed limit is exceeded)."""
+    import skdpsynth.graphical.model as model_module
+
+    rng = np.random.default_rng(seed)
+    dom = Domain([f"x{i}" for i in range(9)], list(rng.integers(2, 4, 9)))
+    cliques = [dom.canonical(rng.choice(dom.attrs, int(rng.integers(2, 4)), replace=False)) for _ in range(7)]
+    log_joint = None
+    calls = []
+    by_messages = GraphicalModel._project_by_messages
+
+    def only_relaxed(self, attrs, max_work=None):
+        calls.append(max_work is not None)
+        return by_messages(self, attrs, max_work) if max_work is not None else None
+
+    monkeypatch.setattr(model_module, "_largest_loop", lambda *args: np.inf)
+    monkeypatch.setattr(GraphicalModel, "_project_by_messages", only_relaxed)
+    eliminated = []
+    by_elimination = GraphicalModel._eliminate
+    monkeypatch.setattr(GraphicalModel, "_eliminate",
+                        lambda self, *args: eliminated.append(1) or by_elimination(self, *args))
+    for cells, elimination_work in ((model_module._RELAXED_MESSAGE_CELLS, np.inf), (1, np.inf),
+                                    (model_module._RELAXED_MESSAGE_CELLS, 0)):
+        monkeypatch.setattr(model_module, "_RELAXED_MESSAGE_CELLS", cells)
+        monkeypatch.setattr(GraphicalModel, "_elimination_work", lambda self, *args: elimination_work)
+        model = GraphicalModel(dom, random_potentials(dom, cliques, rng), total=1.0)
+        log_joint = joint_from_potentials(dom, model.potentials)
+        joint = np.exp(log_joint - log_joint.max())
+        joint /= joint.sum()
+        calls.clear(), eliminated.clear()
+        for attrs in itertools.combinations(dom.attrs, 3):
+            np.testing.assert_allclose(model.project(attrs), brute_marginal(joint, dom, attrs), rtol=0, atol=1e-12)
+        relaxed_calls = sum(calls)
+        if cells > 1 and elimination_work:   # every out-of-clique marginal by the relaxed messages
+            assert relaxed_calls > 10 and not eliminated
+        else:   # the relaxed size limit, or the elimination's smaller work, refuses all: elimination for each
+            assert len(eliminated) == relaxed_calls > 10
+
+
+def test_elimination_work_counts_what_the_greedy_elimination_loops_over():
+    dom = Domain(["a", "b", "c", "d"], [2, 3, 5, 7])
+    model = GraphicalModel(dom, {}, total=1.0)
+    # Chain a-b, b-c, c-d down to (a, d): greedy eliminates b (a·b·c = 30 < b·c·d = 105), then c (a·c·d = 70), then
+    # the output (a·d = 14).
+    assert model._elimination_work([("a", "b"), ("b", "c"), ("c", "d")], ("a", "d")) == 30 + 70 + 14
 
 
 def test_largest_loop_counts_the_widest_contraction():

@@ -21,6 +21,9 @@ _EINSUM_LABELS = 52
 _BLAS_STEP = 2**16
 # Memory kept for the messages of out-of-clique marginals (per calibrated model).
 _MESSAGE_MEMO_BYTES = 2**27
+# Largest message (cells) when the subtree contraction would be worse: messages loop over their clique and
+# wanted attributes once, where a poor elimination order loops over many cliques' attributes at once.
+_RELAXED_MESSAGE_CELLS = 2**24
 
 __all__ = ["GraphicalModel"]
 
@@ -151,9 +154,11 @@ class GraphicalModel:
             table = np.exp(log_table - log_table.max())
         return table * (self.total / table.sum())
 
-    def _project_by_messages(self, attrs: tuple[str, ...]) -> np.ndarray | None:
+    def _project_by_messages(self, attrs: tuple[str, ...], max_work: float | None = None) -> np.ndarray | None:
         """The marginal over ``attrs`` (one component, no single clique) by messages up the subtree that joins
-        each attribute's top clique, memoised across calls; ``None`` if a message would be large.
+        each attribute's top clique, memoised across calls; ``None`` if a message would be large.  With
+        ``max_work`` (the cost of the alternative, in combinations looped over), messages may be very large, and
+        ``None`` means the contractions would loop over more than that in all.
 
         The message of clique ``v`` is ``P(A \\ S_v | S_v)`` for the wanted attributes ``A`` placed at or below
         it (each at the top clique of its own subtree of cliques, so the subtree below ``v`` depends on ``A``
@@ -173,15 +178,34 @@ class GraphicalModel:
         domain = self.domain
         # Messages (kept) at most 16 times the biggest table involved, and no more than 2^21 cells (16 MB) unless
         # that table is larger; a contraction (a clique's factor with its children's messages) loops over at
-        # most 4 times that.
+        # most 4 times that.  Relaxed (max_work given): messages up to _RELAXED_MESSAGE_CELLS, and all the
+        # contractions together looping over at most max_work combinations.
         largest = max(domain.size(attrs), max(domain.size(jt.cliques[v]) for v in (*hosted, top)))
-        kept_limit = min(16 * largest, max(largest, 2**21))
+        relaxed = max_work is not None
+        kept_limit = _RELAXED_MESSAGE_CELLS if relaxed else min(16 * largest, max(largest, 2**21))
         nodes = set(hosted) | {top}
+        work = 0
         for v in nodes:
             kept = set(attrs) if v == top else hosted[v] | set(jt.separators[v])
-            loop = kept.union(*(hosted[c] | set(jt.separators[c]) for c in jt.children[v] if c in nodes))
-            if domain.size(kept) > kept_limit or domain.size(loop) > 4 * kept_limit:
+            below = [hosted[c] | set(jt.separators[c]) for c in jt.children[v] if c in nodes]
+            if domain.size(kept) > kept_limit:
                 return None
+            if not relaxed:
+                if domain.size(kept.union(*below)) > 4 * kept_limit:
+                    return None
+            elif v == top or (v, domain.canonical(hosted[v])) not in self._messages:
+                # What _combine's pairwise steps loop over, in its order (a memoised message costs nothing).
+                scope = (set(attrs) & set(jt.cliques[v])).union(*(set(jt.separators[c]) for c in jt.children[v]
+                                                                 if c in nodes))
+                if v != top:
+                    scope |= set(jt.separators[v])
+                below = sorted(below, key=domain.size)
+                for i, joining in enumerate(below):
+                    joined = scope | joining
+                    work += domain.size(joined)
+                    scope = joined & kept.union(*below[i + 1:])
+                if work > max_work:
+                    return None
 
         def message(v: int) -> tuple[tuple[str, ...], np.ndarray]:
             wanted = domain.canonical(hosted[v])
@@ -201,8 +225,9 @@ class GraphicalModel:
     def _combine(self, v: int, top: int, nodes: set[int], wanted: tuple[str, ...], keep: tuple[str, ...],
                  message) -> np.ndarray:
         """Clique ``v``'s reduced factor times its children's messages on the subtree, summed down to ``keep``."""
-        factors = [self._reduced_factor(v, top, nodes, wanted)]
-        factors += [message(c) for c in self.junction_tree.children[v] if c in nodes]
+        # Smallest messages first: what they leave out is summed out before the large ones join.
+        messages = sorted((message(c) for c in self.junction_tree.children[v] if c in nodes), key=lambda f: f[1].size)
+        factors = [self._reduced_factor(v, top, nodes, wanted), *messages]
         label = {a: k for k, a in enumerate(set().union(*(c for c, _ in factors)))}
         # Pairwise, summing out each attribute as soon as no later factor has it (no path search per call).
         scope, table = factors[0]
@@ -237,7 +262,23 @@ class GraphicalModel:
         limit = 16 * max(max(t.size for _, t in factors), int(np.prod([self.domain[a] for a in attrs])))
         if _largest_loop([set(op) for op in operands[1::2]], set(output), path[1:], sizes) <= limit:
             return np.einsum(*operands, output, optimize=path)
+        # The messages again, allowed to be large, when they loop over less than the greedy elimination would.
+        table = self._project_by_messages(attrs, max_work=self._elimination_work([c for c, _ in factors], attrs))
+        if table is not None:
+            return table
         return self._eliminate(factors, attrs, label)
+
+    def _elimination_work(self, scopes: list[tuple[str, ...]], attrs: tuple[str, ...]) -> int:
+        """Combinations :meth:`_eliminate` loops over for factors over ``scopes`` (its order, scopes only)."""
+        domain, scopes, work = self.domain, [set(c) for c in scopes], 0
+        eliminate = set().union(*scopes) - set(attrs)
+        while eliminate:
+            v = next_to_eliminate(domain, scopes, eliminate)
+            eliminate.discard(v)
+            touching = set().union(*(c for c in scopes if v in c))
+            work += domain.size(touching)
+            scopes = [c for c in scopes if v not in c] + [touching - {v}]
+        return work + domain.size(set().union(*scopes))
 
     def _eliminate(self, factors, attrs: tuple[str, ...], label: dict) -> np.ndarray:
         """Sum a product of factors down to ``attrs`` by greedy variable elimination (probability space)."""
