@@ -215,12 +215,14 @@ def test_relaxed_messages_replace_a_poor_elimination_order(seed, monkeypatch):
     monkeypatch.setattr(GraphicalModel, "_project_by_messages", only_relaxed)
     eliminated = []
     by_elimination = GraphicalModel._eliminate
+    by_plan = GraphicalModel._elimination_plan
     monkeypatch.setattr(GraphicalModel, "_eliminate",
                         lambda self, *args: eliminated.append(1) or by_elimination(self, *args))
     for cells, elimination_work in ((model_module._RELAXED_MESSAGE_CELLS, np.inf), (1, np.inf),
                                     (model_module._RELAXED_MESSAGE_CELLS, 0)):
         monkeypatch.setattr(model_module, "_RELAXED_MESSAGE_CELLS", cells)
-        monkeypatch.setattr(GraphicalModel, "_elimination_work", lambda self, *args: elimination_work)
+        monkeypatch.setattr(GraphicalModel, "_elimination_plan",
+                            lambda self, *args, work=elimination_work: (by_plan(self, *args)[0], work))
         model = GraphicalModel(dom, random_potentials(dom, cliques, rng), total=1.0)
         log_joint = joint_from_potentials(dom, model.potentials)
         joint = np.exp(log_joint - log_joint.max())
@@ -235,12 +237,12 @@ def test_relaxed_messages_replace_a_poor_elimination_order(seed, monkeypatch):
             assert len(eliminated) == relaxed_calls > 10
 
 
-def test_elimination_work_counts_what_the_greedy_elimination_loops_over():
+def test_elimination_plan_counts_what_the_greedy_elimination_loops_over():
     dom = Domain(["a", "b", "c", "d"], [2, 3, 5, 7])
     model = GraphicalModel(dom, {}, total=1.0)
     # Chain a-b, b-c, c-d down to (a, d): greedy eliminates b (a·b·c = 30 < b·c·d = 105), then c (a·c·d = 70), then
     # the output (a·d = 14).
-    assert model._elimination_work([("a", "b"), ("b", "c"), ("c", "d")], ("a", "d")) == 30 + 70 + 14
+    assert model._elimination_plan([("a", "b"), ("b", "c"), ("c", "d")], ("a", "d")) == (["b", "c"], 30 + 70 + 14)
 
 
 def test_largest_loop_counts_the_widest_contraction():

@@ -195,10 +195,7 @@ class GraphicalModel:
                     return None
             elif v == top or (v, domain.canonical(hosted[v])) not in self._messages:
                 # What _combine's pairwise steps loop over, in its order (a memoised message costs nothing).
-                scope = (set(attrs) & set(jt.cliques[v])).union(*(set(jt.separators[c]) for c in jt.children[v]
-                                                                 if c in nodes))
-                if v != top:
-                    scope |= set(jt.separators[v])
+                scope = set(self._factor_scope(v, top, nodes, attrs))
                 below = sorted(below, key=domain.size)
                 for i, joining in enumerate(below):
                     joined = scope | joining
@@ -263,30 +260,31 @@ class GraphicalModel:
         if _largest_loop([set(op) for op in operands[1::2]], set(output), path[1:], sizes) <= limit:
             return np.einsum(*operands, output, optimize=path)
         # The messages again, allowed to be large, when they loop over less than the greedy elimination would.
-        table = self._project_by_messages(attrs, max_work=self._elimination_work([c for c, _ in factors], attrs))
+        order, work = self._elimination_plan([c for c, _ in factors], attrs)
+        table = self._project_by_messages(attrs, max_work=work)
         if table is not None:
             return table
-        return self._eliminate(factors, attrs, label)
+        return self._eliminate(factors, attrs, label, order)
 
-    def _elimination_work(self, scopes: list[tuple[str, ...]], attrs: tuple[str, ...]) -> int:
-        """Combinations :meth:`_eliminate` loops over for factors over ``scopes`` (its order, scopes only)."""
-        domain, scopes, work = self.domain, [set(c) for c in scopes], 0
+    def _elimination_plan(self, scopes: list[tuple[str, ...]], attrs: tuple[str, ...]) -> tuple[list[str], int]:
+        """The greedy elimination order of factors over ``scopes`` down to ``attrs`` (the scopes alone decide
+        it), and the combinations :meth:`_eliminate` loops over in that order."""
+        domain, scopes, order, work = self.domain, [set(c) for c in scopes], [], 0
         eliminate = set().union(*scopes) - set(attrs)
         while eliminate:
             v = next_to_eliminate(domain, scopes, eliminate)
             eliminate.discard(v)
+            order.append(v)
             touching = set().union(*(c for c in scopes if v in c))
             work += domain.size(touching)
             scopes = [c for c in scopes if v not in c] + [touching - {v}]
-        return work + domain.size(set().union(*scopes))
+        return order, work + domain.size(set().union(*scopes))
 
-    def _eliminate(self, factors, attrs: tuple[str, ...], label: dict) -> np.ndarray:
-        """Sum a product of factors down to ``attrs`` by greedy variable elimination (probability space)."""
+    def _eliminate(self, factors, attrs: tuple[str, ...], label: dict, order: list[str]) -> np.ndarray:
+        """Sum a product of factors down to ``attrs`` by eliminating the other attributes in ``order``
+        (:meth:`_elimination_plan`), in probability space."""
         domain = self.domain
-        eliminate = set(label) - set(attrs)
-        while eliminate:
-            v = next_to_eliminate(domain, (c for c, _ in factors), eliminate)
-            eliminate.discard(v)
+        for v in order:
             touching = [(c, t) for c, t in factors if v in c]
             factors = [(c, t) for c, t in factors if v not in c]
             scope = domain.canonical(set().union(*(set(c) for c, _ in touching)) - {v})
@@ -303,21 +301,25 @@ class GraphicalModel:
         other factor, so summing it out first is exact, and turns the many cliques a marginal only passes
         through into small tables shared by many marginals (selection asks for thousands).
         """
-        jt = self.junction_tree
-        clique = jt.cliques[i]
-        needed = set(attrs).intersection(clique)
-        for c in jt.children[i]:
-            if c in nodes:
-                needed.update(jt.separators[c])
-        if i != top:
-            needed.update(jt.separators[i])
-        needed = self.domain.canonical(needed)
+        clique = self.junction_tree.cliques[i]
+        needed = self._factor_scope(i, top, nodes, attrs)
         key = (i, i == top, needed)
         table = self._reduced.get(key)
         if table is None:
             full = self._marginals[i] if i == top else self._conditional(i)
             table = self._reduced[key] = full if needed == clique else sum_out(full, clique, needed)
         return needed, table
+
+    def _factor_scope(self, i: int, top: int, nodes: set[int], attrs: tuple[str, ...]) -> tuple[str, ...]:
+        """What clique ``i``'s factor keeps on the subtree (see :meth:`_reduced_factor`)."""
+        jt = self.junction_tree
+        needed = set(attrs).intersection(jt.cliques[i])
+        for c in jt.children[i]:
+            if c in nodes:
+                needed.update(jt.separators[c])
+        if i != top:
+            needed.update(jt.separators[i])
+        return self.domain.canonical(needed)
 
     def _conditional(self, i: int) -> np.ndarray:
         """``P(C_i \\ S_i | S_i)`` of junction-tree clique ``i`` given its separator to the parent (0 where
