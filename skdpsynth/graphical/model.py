@@ -225,7 +225,9 @@ class GraphicalModel:
         # Smallest messages first: what they leave out is summed out before the large ones join.
         messages = sorted((message(c) for c in self.junction_tree.children[v] if c in nodes), key=lambda f: f[1].size)
         factors = [self._reduced_factor(v, top, nodes, wanted), *messages]
-        label = {a: k for k, a in enumerate(set().union(*(c for c, _ in factors)))}
+        # Canonical labels: numpy's summation order follows them, so a set's (hash-seeded) order would make the
+        # same marginal differ in its last bits from one process to the next.
+        label = {a: k for k, a in enumerate(self.domain.canonical(set().union(*(c for c, _ in factors))))}
         # Pairwise, summing out each attribute as soon as no later factor has it (no path search per call).
         scope, table = factors[0]
         for i, (c, t) in enumerate(factors[1:], start=2):
