@@ -276,6 +276,27 @@ def test_elimination_plan_counts_what_the_greedy_elimination_loops_over():
     # Chain a-b, b-c, c-d down to (a, d): greedy eliminates b (a·b·c = 30 < b·c·d = 105), then c (a·c·d = 70), then
     # the output (a·d = 14).
     assert model._elimination_plan([("a", "b"), ("b", "c"), ("c", "d")], ("a", "d")) == (["b", "c"], 30 + 70 + 14)
+    # (The growth cost would take c first, b·c·d = 105, then b, a·b·d = 42: 161 in all, so the first order stays.)
+    assert model._greedy_plan([("a", "b"), ("b", "c"), ("c", "d")], ("a", "d"), growth=True) == (["c", "b"], 161)
+
+
+def test_elimination_plan_keeps_the_cheaper_of_two_greedy_orders():
+    dom = Domain(list("abcde"), [2, 6, 6, 2, 5])
+    model = GraphicalModel(dom, {}, total=1.0)
+    scopes, attrs = [("a", "b", "c"), ("d", "e"), ("a", "b", "d")], ("c", "e")
+    # Smallest combined factor: d (a·b·d·e = 120), then a (a·b·c·e = 360), then b (b·c·e = 180), output 30.
+    assert model._greedy_plan(scopes, attrs, growth=False) == (["d", "a", "b"], 690)
+    # Least growth: b (a·c·d = 24 replaces 72 + 24; loops over a·b·c·d = 144), then a (c·d = 12 replaces 24; 24),
+    # then d (c·d·e = 60), output 30.
+    assert model._greedy_plan(scopes, attrs, growth=True) == (["b", "a", "d"], 258)
+    assert model._elimination_plan(scopes, attrs) == (["b", "a", "d"], 258)
+    # And the elimination in that order is exact.
+    rng = np.random.default_rng(0)
+    factors = [(c, rng.random(dom.shape_of(c))) for c in scopes]
+    joint = np.einsum(factors[0][1], [0, 1, 2], factors[1][1], [3, 4], factors[2][1], [0, 1, 3], [0, 1, 2, 3, 4])
+    label = {a: k for k, a in enumerate(dom.attrs)}
+    np.testing.assert_allclose(model._eliminate(factors, attrs, label, ["b", "a", "d"]), joint.sum(axis=(0, 1, 3)),
+                               rtol=1e-12)
 
 
 def test_largest_loop_counts_the_widest_contraction():
