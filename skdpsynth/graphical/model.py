@@ -233,10 +233,8 @@ class GraphicalModel:
         for i, (c, t) in enumerate(factors[1:], start=2):
             later = set(keep).union(*(f for f, _ in factors[i:]))
             joined = self.domain.canonical(a for a in set(scope) | set(c) if a in later)
-            # Large steps go through numpy's BLAS-backed pairwise contraction; small ones skip its path search.
-            big = self.domain.size(set(scope) | set(c)) > _BLAS_STEP
             table = np.einsum(table, [label[a] for a in scope], t, [label[a] for a in c], [label[a] for a in joined],
-                              optimize=big)
+                              optimize=self._blas_step(set(scope) | set(c)))
             scope = joined
         return np.einsum(table, [label[a] for a in scope], [label[a] for a in keep])
 
@@ -280,7 +278,9 @@ class GraphicalModel:
         plans = [self._greedy_plan(scopes, attrs, growth) for growth in (False, True)]
         return min(plans, key=lambda plan: plan[1])
 
-    def _greedy_plan(self, scopes, attrs, growth: bool) -> tuple[list[str], int]:
+    def _greedy_plan(self, scopes: list[tuple[str, ...]], attrs: tuple[str, ...],
+                     growth: bool) -> tuple[list[str], int]:
+        """The greedy order with one cost (see :meth:`_elimination_plan`) and its work."""
         domain, scopes, order, work = self.domain, [set(c) for c in scopes], [], 0
         eliminate = set().union(*scopes) - set(attrs)
         while eliminate:
@@ -301,11 +301,15 @@ class GraphicalModel:
             factors = [(c, t) for c, t in factors if v not in c]
             scope = domain.canonical(set().union(*(set(c) for c, _ in touching)) - {v})
             operands = [x for c, t in touching for x in (t, [label[a] for a in c])]
-            # Large pairwise steps too go through numpy's BLAS-backed contraction (as in _combine).
-            big = len(touching) > 2 or domain.size(set(scope) | {v}) > _BLAS_STEP
-            factors.append((scope, np.einsum(*operands, [label[a] for a in scope], optimize=big)))
+            optimize = len(touching) > 2 or self._blas_step(set(scope) | {v})
+            factors.append((scope, np.einsum(*operands, [label[a] for a in scope], optimize=optimize)))
         operands = [x for c, t in factors for x in (t, [label[a] for a in c])]
         return np.einsum(*operands, [label[a] for a in attrs], optimize=len(factors) > 2)
+
+    def _blas_step(self, looped: set) -> bool:
+        """Whether a pairwise contraction looping over ``looped`` goes through numpy's BLAS-backed path: large
+        steps gain from it, small ones would only pay for its path search."""
+        return self.domain.size(looped) > _BLAS_STEP
 
     def _reduced_factor(self, i: int, top: int, nodes: set[int], attrs: tuple[str, ...]):
         """Clique ``i``'s factor on the subtree, summed down to what the contraction needs (memoised).
