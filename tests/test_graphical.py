@@ -226,6 +226,32 @@ def test_out_of_clique_marginals_are_bitwise_identical_across_processes():
     assert len(digests) == 1
 
 
+def test_out_of_clique_marginals_from_many_threads_at_once():
+    """AIM scores candidates in threads sharing one model: started on an uncalibrated model, with the switch
+    interval shortened so the threads interleave inside the lazily built tables and memos, every 3-way marginal
+    matches the one computed alone (to rounding: the memos' state may pick another contraction order)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(1)
+    dom = Domain([f"x{i}" for i in range(14)], list(rng.integers(4, 9, 14)))
+    cliques = [dom.canonical(rng.choice(dom.attrs, 3, replace=False)) for _ in range(12)]
+    potentials = {c: rng.normal(scale=2.0, size=dom.shape_of(c)) for c in cliques}
+    triples = list(itertools.combinations(dom.attrs, 3))
+    alone = GraphicalModel(dom, potentials, total=1e5)
+    expected = [alone.project(attrs) for attrs in triples]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(5):
+            shared = GraphicalModel(dom, potentials, total=1e5)
+            with ThreadPoolExecutor(4) as pool:
+                got = list(pool.map(shared.project, triples))
+            for a, b in zip(got, expected):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
+    finally:
+        sys.setswitchinterval(interval)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_relaxed_messages_replace_a_poor_elimination_order(seed, monkeypatch):
     """When numpy's contraction order loops too widely, the messages are tried again with their size limit

@@ -301,7 +301,7 @@ def test_aim_lazy_selection_selects_what_scoring_every_candidate_selects(monkeyp
     monkeypatch.setattr(aim_module, "lazy_exponential_mechanism", counting)
     fitted_lazy = fit()
 
-    def exhaustive(upper, score, *, eligible, **kw):
+    def exhaustive(upper, score, *, eligible, workers, **kw):
         scores = np.array([score(i) if eligible(i) else -np.inf for i in range(len(upper))])
         assert np.all(scores <= upper)
         return exponential_mechanism(scores, **kw)

@@ -176,6 +176,39 @@ def test_lazy_exponential_makes_the_same_choice_as_the_exact_one():
         assert lazy == exact and set(checked) <= set(asked)
 
 
+@pytest.mark.parametrize("workers", [2, 3])
+def test_lazy_exponential_in_threads_makes_the_same_choice(workers):
+    """Scores finishing out of order (random sleeps): same choice as one by one, and a superset of its scores."""
+    import threading
+    import time
+
+    rng = np.random.default_rng(11)
+    for seed in range(60):
+        m = int(rng.integers(1, 30))
+        scores = rng.normal(0, 3, m)
+        scores[rng.random(m) < 0.2] = -np.inf
+        if not np.isfinite(scores).any():
+            scores[0] = 0.0
+        bounds = np.where(np.isfinite(scores), scores + rng.exponential(3, m), rng.normal(0, 3, m))
+        delays = rng.uniform(0, 2e-3, m)
+        fits = rng.random(m) < 0.8
+        lock, asked = threading.Lock(), {1: [], workers: []}
+
+        def run(w):
+            def score(i):
+                time.sleep(delays[i])
+                with lock:
+                    asked[w].append(i)
+                return scores[i]
+            return lazy_exponential_mechanism(bounds, score, epsilon=1.0, random_state=seed, workers=w,
+                                              eligible=lambda i: bool(fits[i]))
+        if not fits[np.isfinite(scores)].any():
+            continue
+        one, many = run(1), run(workers)
+        assert many == one and fits[one]
+        assert set(asked[1]) <= set(asked[workers]) and len(set(asked[workers])) == len(asked[workers])
+
+
 def test_lazy_exponential_scores_only_what_can_win():
     # 10,000 candidates with scores spread over 2 units of ε/2 against Gumbel noise: a handful are scored.
     scores = np.linspace(0.0, 4.0, 10_000)

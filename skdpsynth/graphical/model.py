@@ -7,6 +7,7 @@ attribute sets that no junction-tree clique contains.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -81,6 +82,10 @@ class GraphicalModel:
         self._messages: dict[tuple, tuple] = {}   # see _project_by_messages
         self._message_bytes = 0
         self._tops: dict[str, int] | None = None   # each attribute's top junction-tree clique
+        # project() may be called from several threads at once (AIM scores candidates in parallel): the memos
+        # above are filled idempotently (a race computes an entry twice, to the same value), and the lazily
+        # built junction tree and calibration are made once, under this lock.
+        self._lock = threading.Lock()
 
     @property
     def cliques(self) -> list[tuple[str, ...]]:
@@ -90,15 +95,19 @@ class GraphicalModel:
     @property
     def junction_tree(self) -> JunctionTree:
         if self._jt is None:
-            self._jt = JunctionTree.from_cliques(self.domain, self.cliques)
+            with self._lock:
+                if self._jt is None:
+                    self._jt = JunctionTree.from_cliques(self.domain, self.cliques)
         return self._jt
 
     def _calibrate(self) -> None:
         if self._marginals is None:
             jt = self.junction_tree
-            self._marginals, self._log_partition = belief_propagation(
-                jt, assemble_potentials(jt, self.potentials), self.total
-            )
+            with self._lock:
+                if self._marginals is None:
+                    self._marginals, self._log_partition = belief_propagation(
+                        jt, assemble_potentials(jt, self.potentials), self.total
+                    )
 
     def set_calibration(self, jt: JunctionTree, marginals: list[np.ndarray], log_partition: float) -> None:
         """Adopt marginals already computed for these potentials on ``jt`` (saves a pass)."""
@@ -167,9 +176,10 @@ class GraphicalModel:
         """
         jt = self.junction_tree
         if self._tops is None:
-            self._tops = {}
+            tops = {}   # filled before it is shared: another thread may read it as soon as it is assigned
             for v in range(len(jt.cliques) - 1, -1, -1):   # breadth-first: the top clique comes last
-                self._tops.update(dict.fromkeys(jt.cliques[v], v))
+                tops.update(dict.fromkeys(jt.cliques[v], v))
+            self._tops = tops
         hosted: dict[int, set] = {}   # clique -> wanted attributes placed at or below it, on the subtree
         paths, top = self._paths_to_common_ancestor([self._tops[a] for a in attrs])
         for a, path in zip(attrs, paths):

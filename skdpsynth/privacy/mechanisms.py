@@ -18,6 +18,7 @@ mechanisms also use for non-integer values.
 """
 from __future__ import annotations
 
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -315,7 +316,7 @@ def exponential_mechanism(scores: ArrayLike, *, epsilon: float, sensitivity: flo
 
 def lazy_exponential_mechanism(upper_bounds: ArrayLike, score: Callable[[int], float], *, epsilon: float,
                                sensitivity: float = 1.0, eligible: Callable[[int], bool] | None = None,
-                               monotonic: bool = False, random_state=None,
+                               monotonic: bool = False, workers: int = 1, random_state=None,
                                ledger: PrivacyLedger | None = None, description: str = "",
                                party: str | None = None) -> int:
     """The exponential mechanism for costly scores: computes only those that could win.
@@ -343,6 +344,12 @@ def lazy_exponential_mechanism(upper_bounds: ArrayLike, score: Callable[[int], f
         ``eligible(i)``: false excludes ``i`` (as a score of -inf would);
         asked only of candidates that would otherwise be the best so far,
         for when eligibility is costly too.
+    workers : int, default 1
+        Scores computed at once, in as many threads (``score`` must then be
+        thread-safe).  The selection is the same for any number: it is the
+        argmax of the exact keys, which no unscored candidate can reach;
+        more workers only score a few candidates more (those started before
+        a better key came in).
     epsilon, sensitivity, monotonic, random_state, ledger, description, party
         As in :func:`exponential_mechanism`; ``sensitivity`` is that of the
         exact scores (of the eligible candidates).
@@ -373,16 +380,40 @@ def lazy_exponential_mechanism(upper_bounds: ArrayLike, score: Callable[[int], f
     rng = noise_generator(random_state)
     noise = gumbel(rng, bounds.shape)
     bound_keys = bounds + noise
-    choice, best = -1, -np.inf
-    for i in np.argsort(-bound_keys, kind="stable"):
-        if bound_keys[i] <= best:
-            break  # no candidate left can beat the best exact key
-        s = float(score(int(i)))
+    order = np.argsort(-bound_keys, kind="stable")
+    # The best exact key so far, ties to the earlier in ``order`` (as scoring one by one would have it).
+    choice, best, best_rank = -1, -np.inf, len(order)
+
+    def consider(rank: int, s: float) -> None:
+        nonlocal choice, best, best_rank
+        i = int(order[rank])
         if np.isnan(s) or s > upper_bounds[i]:
             raise ValueError(f"score({i}) = {s!r} is not at most its upper bound {upper_bounds[i]!r}.")
         key = (s - shift) * scale + noise[i]
-        if key > best and (eligible is None or eligible(int(i))):
-            choice, best = int(i), key
+        if (key > best or (key == best and choice >= 0 and rank < best_rank)) and (eligible is None
+                                                                                 or eligible(i)):
+            choice, best, best_rank = i, key, rank
+
+    # Candidates in decreasing order of bound key, until none left can beat the best exact key: those not
+    # started have later ranks, so a bound key equal to the best cannot win either.
+    if workers <= 1:
+        for rank, i in enumerate(order):
+            if bound_keys[i] <= best:
+                break
+            consider(rank, float(score(int(i))))
+    else:
+        with ThreadPoolExecutor(workers, thread_name_prefix="skdpsynth-score") as pool:
+            running: dict = {}
+            rank = 0
+            while True:
+                while len(running) < workers and rank < len(order) and bound_keys[order[rank]] > best:
+                    running[pool.submit(score, int(order[rank]))] = rank
+                    rank += 1
+                if not running:
+                    break
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=running.get):
+                    consider(running.pop(future), float(future.result()))
     if choice < 0:
         raise ValueError("All scores are -inf: nothing can be selected.")
     _record_exponential(ledger, description, epsilon, sensitivity, party, bounds.size, monotonic)

@@ -23,10 +23,13 @@ Workload-aware select-measure-generate:
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 
 from ..domain import Domain
 from ..graphical import mirror_descent
+from ..graphical.tables import num_threads, single_threaded_blas
 from ..marginals import marginals
 from ..privacy import PrivacyLedger, lazy_exponential_mechanism
 from ..utils import check_memory
@@ -237,11 +240,15 @@ class AIMSynthesizer(BaseSynthesizer):
             # upper bound could win; the bounds follow the earlier scores and how far the model moved since.
             error_low, error_high = errors.bounds()
             upper = np.where(weight >= 0, weight * (error_high - bias), weight * (error_low - bias))
-            chosen = candidates[
-                lazy_exponential_mechanism(upper, score, epsilon=epsilon, sensitivity=sensitivity,
-                                           eligible=lambda i: fits(candidates[i]), random_state=rng, ledger=ledger,
-                                           description="select a marginal")
-            ]
+            # Scores in threads, each with a one-thread BLAS (see single_threaded_blas); the selection is the
+            # same with any number of them.
+            workers = num_threads()
+            with single_threaded_blas() if workers > 1 else nullcontext():
+                chosen = candidates[
+                    lazy_exponential_mechanism(upper, score, epsilon=epsilon, sensitivity=sensitivity,
+                                               eligible=lambda i: fits(candidates[i]), workers=workers,
+                                               random_state=rng, ledger=ledger, description="select a marginal")
+                ]
             new = measure_marginals(codes, domain, [chosen], sigma, rng, ledger)
             measurements += new
             before = model.project(chosen).ravel()
