@@ -141,16 +141,22 @@ def test_exponential_stable_with_huge_scores():
     assert picks == {0, 1}
 
 
+def _random_scores_and_bounds(rng, max_candidates: int, spread: float, slack: float):
+    """A random selection problem: scores (a fifth -inf, at least one finite) and valid upper bounds."""
+    m = int(rng.integers(1, max_candidates))
+    scores = rng.normal(0, spread, m)
+    scores[rng.random(m) < 0.2] = -np.inf
+    if not np.isfinite(scores).any():
+        scores[0] = 0.0
+    bounds = np.where(np.isfinite(scores), scores + rng.exponential(slack, m), rng.normal(0, spread, m))
+    return m, scores, bounds
+
+
 def test_lazy_exponential_makes_the_same_choice_as_the_exact_one():
     """Same Gumbel draws, any valid bounds: the lazy mechanism selects what the exact one selects."""
     rng = np.random.default_rng(5)
     for seed in range(300):
-        m = int(rng.integers(1, 40))
-        scores = rng.normal(0, 10, m)
-        scores[rng.random(m) < 0.2] = -np.inf
-        if not np.isfinite(scores).any():
-            scores[0] = 0.0
-        bounds = np.where(np.isfinite(scores), scores + rng.exponential(20, m), rng.normal(0, 10, m))
+        m, scores, bounds = _random_scores_and_bounds(rng, max_candidates=40, spread=10, slack=20)
         asked = []
 
         def score(i):
@@ -184,12 +190,7 @@ def test_lazy_exponential_in_threads_makes_the_same_choice(workers):
 
     rng = np.random.default_rng(11)
     for seed in range(60):
-        m = int(rng.integers(1, 30))
-        scores = rng.normal(0, 3, m)
-        scores[rng.random(m) < 0.2] = -np.inf
-        if not np.isfinite(scores).any():
-            scores[0] = 0.0
-        bounds = np.where(np.isfinite(scores), scores + rng.exponential(3, m), rng.normal(0, 3, m))
+        m, scores, bounds = _random_scores_and_bounds(rng, max_candidates=30, spread=3, slack=3)
         delays = rng.uniform(0, 2e-3, m)
         fits = rng.random(m) < 0.8
         lock, asked = threading.Lock(), {1: [], workers: []}
