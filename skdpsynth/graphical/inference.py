@@ -14,6 +14,8 @@ contains.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import reduce
+from operator import or_
 
 import numpy as np
 
@@ -227,9 +229,7 @@ def greedy_elimination_order(domain: Domain, scopes: Iterable[Sequence[str]], ke
         best = None
         for k in remaining:
             touching = [m for m in masks if m >> k & 1]
-            combined = 0
-            for m in touching:
-                combined |= m
+            combined = reduce(or_, touching, 0)
             cost = size(combined)
             if growth:
                 cost = cost // sizes[k] - sum(size(m) for m in touching)
@@ -240,10 +240,7 @@ def greedy_elimination_order(domain: Domain, scopes: Iterable[Sequence[str]], ke
         order.append(names[k])
         work += size(combined)
         masks = [m for m in masks if not m >> k & 1] + [combined & ~(1 << k)]
-    left = 0
-    for m in masks:
-        left |= m
-    return order, work + size(left)
+    return order, work + size(reduce(or_, masks, 0))
 
 
 def variable_elimination(
