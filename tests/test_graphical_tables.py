@@ -93,3 +93,123 @@ def test_a_forked_process_makes_its_own_threads(slabs_everywhere, monkeypatch):
         result = pool.apply_async(tables.maximum, (table,))
         assert result.get(timeout=30) == 23.0
     assert os.getpid() == tables._pool_pid
+
+
+def _blas_threads() -> int:
+    return max(library.get_num_threads() for library in tables._blas().lib_controllers)
+
+
+def test_sums_by_blas_products_equal_einsum():
+    rng = np.random.default_rng(3)
+    cases = [((21, 9, 16, 7, 6, 2, 2), (2, 3, 4, 6)),      # trailing run, then a 0/1-matrix product
+             ((3, 16, 7, 15, 6, 5, 2, 2), (3, 5)),          # 0/1 matrix, then a batch of products
+             ((2, 15, 6, 5, 2, 99, 2), (0, 4)),              # a batch (many kept cells), then a leading run
+             ((64, 70, 3), (0, 1)), ((5000, 2), (0,)), ((2, 5000), (1,)), ((40, 1, 50, 1, 3), (0, 2, 3)),
+             ((17, 19, 23), (0, 1, 2)), ((9, 8, 70, 11), (1, 3))]
+    for _ in range(40):    # and random ones
+        shape = tuple(int(n) for n in rng.integers(1, 12, rng.integers(2, 7)))
+        axes = tuple(sorted(set(int(a) for a in rng.integers(0, len(shape), rng.integers(1, len(shape) + 1)))))
+        cases.append((shape, axes))
+    kinds = set()
+    with tables.single_threaded_blas():
+        for shape, axes in cases:
+            table = rng.random(shape)
+            expected = np.einsum(table, list(range(len(shape))), [i for i in range(len(shape)) if i not in axes])
+            summed = tables.sum_over(table, axes)
+            if table.size < tables._BLAS_MIN_CELLS:
+                assert summed is None
+                continue
+            assert summed.shape == expected.shape
+            np.testing.assert_allclose(summed, expected, rtol=1e-13, atol=0)
+            kinds.update(step[0] for step in tables._sum_plan(shape, axes)[0])
+    assert kinds == {"right", "left", "indicator", "batch"}
+
+
+def test_sums_by_blas_only_where_blas_runs_on_one_thread():
+    from threadpoolctl import threadpool_limits
+
+    table = np.random.default_rng(4).random((30, 40, 50))
+    with threadpool_limits(2, user_api="blas"):
+        assert not tables.blas_is_single_threaded()
+        assert tables.sum_over(table, (1,)) is None       # the caller sums with einsum
+        with tables.single_threaded_blas():
+            assert tables.blas_is_single_threaded()
+            assert tables.sum_over(table, (1,)) is not None
+            assert tables.sum_over(np.asfortranarray(table), (1,)) is None    # not C-ordered
+
+
+def test_single_threaded_blas_blocks_nest_and_each_thread_lifts_its_own():
+    import threading
+
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(2, user_api="blas"):
+        with tables.single_threaded_blas():
+            with tables.single_threaded_blas():
+                assert _blas_threads() == 1
+            assert _blas_threads() == 1        # the inner block's end does not lift the outer one's limit
+        assert _blas_threads() == 2
+        # Blocks of two threads overlapping: this thread's limit is lifted when its own block ends.  (threadpoolctl
+        # lets one thread at a time set OpenBLAS's process-wide limit: the other thread's block may not set one.)
+        inside, release = threading.Event(), threading.Event()
+
+        def other():
+            with tables.single_threaded_blas():
+                inside.set()
+                release.wait(10)
+        thread = threading.Thread(target=other)
+        with tables.single_threaded_blas():
+            thread.start()
+            inside.wait(10)
+            assert _blas_threads() == 1
+        assert _blas_threads() == 2
+        release.set()
+        thread.join()
+        assert _blas_threads() == 2
+
+
+def test_workers_sum_like_the_thread_that_calls_them(slabs_everywhere, monkeypatch):
+    """Whatever BLAS limit reaches a thread that is not the main one, the workers it calls sum as it does."""
+    import threading
+
+    from threadpoolctl import threadpool_limits
+
+    monkeypatch.setenv("SKDPSYNTH_NUM_THREADS", "3")
+    table = np.random.default_rng(6).random((8, 300, 40))
+    expected = np.einsum("abc->ac", table)
+    results = {}
+
+    def caller():
+        with tables.single_threaded_blas():
+            results["caller"] = tables.blas_is_single_threaded()
+            results["workers"] = tables._map(lambda _: tables.blas_is_single_threaded(), list(range(6)))
+            results["sums"] = reduce_axes(table, (1,))
+    with threadpool_limits(2, user_api="blas"):
+        thread = threading.Thread(target=caller)
+        thread.start()
+        thread.join()
+        assert _blas_threads() == 2
+    assert results["workers"] == [results["caller"]] * 6
+    np.testing.assert_allclose(results["sums"], expected, rtol=1e-13)
+
+
+def test_estimation_sums_do_not_depend_on_the_number_of_threads(slabs_everywhere, monkeypatch):
+    rng = np.random.default_rng(5)
+    # Slabs of 5 000+ cells: summed by BLAS products.
+    dom = Domain([f"x{i}" for i in range(5)], [32, 30, 28, 30, 26])
+    cliques = [("x0", "x1", "x2"), ("x2", "x3", "x4"), ("x0", "x4"), ("x1",)]
+    ms = [Measurement(c, rng.poisson(50.0, dom.size(c)).astype(float), 5.0) for c in cliques]
+    used, sum_over = [], tables.sum_over
+
+    def counted(table, axes):
+        summed = sum_over(table, axes)
+        used.append(summed is not None)
+        return summed
+    monkeypatch.setattr(tables, "sum_over", counted)
+    fits = {}
+    for threads in ("1", "3"):
+        monkeypatch.setenv("SKDPSYNTH_NUM_THREADS", threads)
+        model, _ = mirror_descent(dom, ms, iters=30, tol=0.0)
+        fits[threads] = model.project(["x0", "x1", "x2"])
+    assert any(used)
+    np.testing.assert_array_equal(fits["1"], fits["3"])

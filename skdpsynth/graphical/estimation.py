@@ -375,12 +375,12 @@ def mirror_descent(
     if method not in ("accelerated", "armijo"):
         raise ValueError(f"method must be 'armijo' or 'accelerated', got {method!r}.")
     start = time.perf_counter()
-    problem = _Problem(domain, measurements, known_total, potentials, cliques)
-    if method == "accelerated":
-        return _accelerated(problem, iters, step_size, tol, backtracking_steps, step_growth, callback,
-                            target_loss, start)
-    return _armijo(problem, iters, step_size, tol, backtracking_steps, step_growth, callback,
-                   target_loss, start)
+    # One BLAS thread: the tables' sums are BLAS products there (tables.sum_over), bit for bit the same on any
+    # machine, and the passes' own threads use the cores.
+    with table_ops.single_threaded_blas():
+        problem = _Problem(domain, measurements, known_total, potentials, cliques)
+        fit = _accelerated if method == "accelerated" else _armijo
+        return fit(problem, iters, step_size, tol, backtracking_steps, step_growth, callback, target_loss, start)
 
 
 _WARM_START_FLOOR = 30.0

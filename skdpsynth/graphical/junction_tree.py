@@ -276,8 +276,10 @@ _SUBSCRIPTS: dict[tuple[int, tuple[int, ...]], str] = {}
 def reduce_axes(table: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     """Sum ``table`` over ``axes`` (kept axes stay in order).
 
-    ``einsum`` is used because numpy's multi-axis ``sum`` is several times
-    slower when a kept axis is the innermost one, which is common here.
+    Within :func:`.tables.single_threaded_blas` (estimation runs in one),
+    by BLAS products with vectors of ones (:func:`.tables.sum_over`);
+    otherwise by ``einsum``, because numpy's multi-axis ``sum`` is several
+    times slower when a kept axis is the innermost one, which is common here.
     Large tables are summed slab by slab by threads (:mod:`.tables`).
     """
     if not axes:
@@ -290,6 +292,9 @@ def reduce_axes(table: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
 
 
 def _reduce_axes(table: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    summed = _tables.sum_over(table, axes)   # BLAS products, where they apply
+    if summed is not None:
+        return summed
     if table.ndim > len(_LETTERS):
         return table.sum(axis=axes)
     key = (table.ndim, axes)
