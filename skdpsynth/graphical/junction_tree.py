@@ -276,8 +276,8 @@ _SUBSCRIPTS: dict[tuple[int, tuple[int, ...]], str] = {}
 def reduce_axes(table: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     """Sum ``table`` over ``axes`` (kept axes stay in order).
 
-    Within :func:`.tables.single_threaded_blas` (estimation runs in one),
-    by BLAS products with vectors of ones (:func:`.tables.sum_over`);
+    Where BLAS runs on one thread (estimation runs in
+    :func:`.tables.single_threaded_blas`), by BLAS products with vectors of ones (:func:`.tables.sum_over`);
     otherwise by ``einsum``, because numpy's multi-axis ``sum`` is several
     times slower when a kept axis is the innermost one, which is common here.
     Large tables are summed slab by slab by threads (:mod:`.tables`).

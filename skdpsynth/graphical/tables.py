@@ -202,7 +202,7 @@ def _ones(n: int) -> np.ndarray:
     global _ones_buffer
     buffer = _ones_buffer
     if buffer.size < n:
-        buffer = _ones_buffer = np.ones(max(n, 2 * buffer.size))
+        buffer = _ones_buffer = np.ones(min(max(n, 2 * buffer.size), _MAX_ONES))   # plans ask for at most that
     return buffer[:n]
 
 
