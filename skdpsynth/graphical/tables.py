@@ -74,7 +74,15 @@ def _blas():
 
 def blas_is_single_threaded() -> bool:
     """Whether a BLAS call made by this thread now runs on one thread (``False`` when no BLAS threadpoolctl
-    knows of is loaded: then it cannot tell)."""
+    knows of is loaded: then it cannot tell).
+
+    Examples
+    --------
+    >>> from skdpsynth.graphical.tables import blas_is_single_threaded, single_threaded_blas
+    >>> with single_threaded_blas():
+    ...     blas_is_single_threaded()
+    True
+    """
     libraries = _blas().lib_controllers
     return bool(libraries) and all(library.get_num_threads() == 1 for library in libraries)
 
