@@ -23,8 +23,6 @@ Workload-aware select-measure-generate:
 """
 from __future__ import annotations
 
-from contextlib import nullcontext
-
 import numpy as np
 
 from ..domain import Domain
@@ -240,13 +238,13 @@ class AIMSynthesizer(BaseSynthesizer):
             # upper bound could win; the bounds follow the earlier scores and how far the model moved since.
             error_low, error_high = errors.bounds()
             upper = np.where(weight >= 0, weight * (error_high - bias), weight * (error_low - bias))
-            # Scores in threads, each with a one-thread BLAS (see single_threaded_blas); the selection is the
-            # same with any number of them.
-            workers = num_threads()
-            with single_threaded_blas() if workers > 1 else nullcontext():
+            # Scores in threads, each with a one-thread BLAS (see single_threaded_blas), also when there is one
+            # thread: the sums are then BLAS products whatever the thread count, so the scores' bits are the same.
+            # The selection is the same with any number of threads.
+            with single_threaded_blas():
                 chosen = candidates[
                     lazy_exponential_mechanism(upper, score, epsilon=epsilon, sensitivity=sensitivity,
-                                               eligible=lambda i: fits(candidates[i]), workers=workers,
+                                               eligible=lambda i: fits(candidates[i]), workers=num_threads(),
                                                random_state=rng, ledger=ledger, description="select a marginal")
                 ]
             new = measure_marginals(codes, domain, [chosen], sigma, rng, ledger)
