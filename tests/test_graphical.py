@@ -705,7 +705,7 @@ def test_warm_start_lift_leaves_offsetting_potentials_alone():
         np.testing.assert_allclose(model.project(clique), fitted.project(clique), rtol=1e-9)
 
 
-def test_gradient_tables_is_the_adjoint_of_the_measured_marginals():
+def test_gradient_terms_are_the_adjoint_of_the_measured_marginals():
     # mirror descent moves the junction-tree tables by the loss gradient broadcast back from the measured
     # cliques; assembled along the read plan's shared partial sums, the tables' sum (the log-density's
     # change) must equal the plain sum of every measured clique's gradient broadcast over the joint.
@@ -721,12 +721,13 @@ def test_gradient_tables_is_the_adjoint_of_the_measured_marginals():
     ms = [Measurement(c, rng.normal(10, 1, dom.size(c)), 1.0) for c in cliques]
     problem = _Problem(dom, ms, 100.0, None, ())
     grads = {c: rng.normal(size=dom.size(c)) for c in problem.measured}
-    tables = problem.gradient_tables(grads)
+    terms = problem.gradient_terms(grads)
     joint = np.zeros(dom.shape)
     expected = np.zeros(dom.shape)
-    for h, t in enumerate(tables):
-        if t is not None:
-            joint = joint + np.asarray(t).reshape(broadcast_shape(dom, dom.attrs, problem.jt.cliques[h]))
+    for h, table_terms in enumerate(terms):
+        for t in table_terms or ():
+            whole = np.broadcast_to(t, problem.table_shapes[h])   # a term broadcasts to its table
+            joint = joint + whole.reshape(broadcast_shape(dom, dom.attrs, problem.jt.cliques[h]))
     for c, g in grads.items():
         expected = expected + g.reshape(broadcast_shape(dom, dom.attrs, c))
     np.testing.assert_allclose(joint, expected, rtol=1e-12, atol=1e-12)

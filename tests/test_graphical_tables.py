@@ -44,6 +44,81 @@ def test_slab_operations_equal_whole_table_numpy(slabs_everywhere, monkeypatch, 
         np.testing.assert_array_equal(tables.step(table, 0.3, direction), table - 0.3 * direction)
 
 
+@pytest.mark.parametrize("parallel", [False, True])
+def test_operands_with_short_runs_are_widened_to_the_same_values(monkeypatch, parallel):
+    """Broadcast operands whose innermost runs are short are widened (a small copy) before the pass: the
+    results are bit for bit numpy's, for operands given as arrays with one cell on axes or as broadcast views,
+    in place or not, whole or in slabs."""
+    if parallel:
+        monkeypatch.setattr(tables, "PARALLEL_CELLS", 1)
+    rng = np.random.default_rng(7)
+    shape = (85, 9, 16, 7, 6, 2, 2)
+    table = rng.normal(size=shape)
+    widened = 0
+    for operand_shape in [(85, 9, 1, 1, 1, 1, 2), (1, 1, 1, 1, 1, 2, 2), (85, 1, 16, 7, 6, 2, 2),
+                          (1, 9, 16, 1, 1, 1, 1), (85, 9, 16, 7, 1, 1, 1), (1, 1, 1, 1, 1, 1, 1)]:
+        small = rng.normal(size=operand_shape)
+        wide = tables._widening(operand_shape, shape)
+        if wide is not None:
+            widened += 1
+            assert np.prod(wide) <= table.size // tables._WIDEN_FRACTION
+            assert tables._inner_run(wide, shape) >= tables._SHORT_RUN > tables._inner_run(operand_shape, shape)
+        view = np.broadcast_to(small, shape)
+        for operand in (small, view):
+            np.testing.assert_array_equal(tables.add(table, operand), table + small)
+            np.testing.assert_array_equal(tables.add(operand, table), small + table)
+            own = table.copy()
+            tables.add(own, operand, out=own)
+            np.testing.assert_array_equal(own, table + small)
+            scaled = table.copy()
+            tables.multiply_inplace(scaled, operand)
+            np.testing.assert_array_equal(scaled, table * small)
+            np.testing.assert_array_equal(tables.step(table, 0.3, operand), table - 0.3 * small)
+            # A table given as a broadcast view (assembled potentials are): the step is still full-sized.
+            np.testing.assert_array_equal(tables.step(view, 0.3, table), small - 0.3 * table)
+    assert widened == 2   # the first two: runs of 2 and 4 cells
+
+
+@pytest.mark.parametrize("shape", [(85, 9, 16, 7, 6, 2, 2), (3, 70000), (300000,), (2,) * 19, (5, 1, 40000), (8, 8)])
+def test_blocks_cover_every_cell_once(shape):
+    seen = np.zeros(shape, dtype=np.int64)
+    groups = tables._blocks(shape)
+    assert 1 <= len(groups) <= tables._SLABS
+    for group in groups:
+        for index in group:
+            part = seen[index]
+            assert part.ndim == len(shape)   # every axis kept: operands broadcast the same way in a block
+            assert part.size <= max(tables._BLOCK_CELLS, shape[-1])
+            part += 1
+    assert (seen == 1).all()
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_step_with_several_terms_and_multiply_and_measure_equal_numpy(monkeypatch, threads):
+    """The step sums its terms block by block, in order: bit for bit ``table − size · ((t1 + t2) + t3)``.
+    multiply_and_measure's table is numpy's product, its maximum exact, and its sum the same with any
+    number of threads."""
+    monkeypatch.setenv("SKDPSYNTH_NUM_THREADS", threads)
+    rng = np.random.default_rng(3)
+    for shape in [(85, 9, 16, 7, 6, 2, 2), (6, 5, 4)]:
+        table = rng.normal(size=shape)
+        t1 = rng.normal(size=shape[:2] + (1,) * (len(shape) - 3) + shape[-1:])
+        t2 = rng.normal(size=(1,) + shape[1:])
+        t3 = np.broadcast_to(rng.normal(size=shape[:1] + (1,) * (len(shape) - 1)), shape)
+        np.testing.assert_array_equal(tables.step(table, 0.3, [t1, t2, t3]), table - 0.3 * ((t1 + t2) + t3))
+        np.testing.assert_array_equal(tables.step(table, 0.3, [t2]), table - 0.3 * t2)
+        factor = np.exp(t1 - t1.max())
+        scaled = table.copy()
+        peak, total = tables.multiply_and_measure(scaled, factor)
+        np.testing.assert_array_equal(scaled, table * factor)
+        assert peak == scaled.max()
+        assert total == pytest.approx(scaled.sum(), rel=1e-12)
+        monkeypatch.setenv("SKDPSYNTH_NUM_THREADS", "1")
+        again = table.copy()
+        assert tables.multiply_and_measure(again, factor) == (peak, total)
+        monkeypatch.setenv("SKDPSYNTH_NUM_THREADS", threads)
+
+
 def test_inference_does_not_depend_on_the_number_of_threads(slabs_everywhere, monkeypatch):
     rng = np.random.default_rng(1)
     dom = Domain([f"x{i}" for i in range(6)], [3, 4, 2, 5, 3, 4])

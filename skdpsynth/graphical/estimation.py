@@ -434,7 +434,7 @@ class _Problem:
         for m in measurements:
             self.groups[m.clique].append(m)
         # Where each measured clique's gradient lands in the potentials: its owner model clique (shape
-        # precomputed: hot loop).  The tables get it along the read plan (gradient_tables).
+        # precomputed: hot loop).  The tables get it along the read plan (gradient_terms).
         self.lands = {c: (owner[c], broadcast_shape(domain, owner[c], c)) for c in measured}
         self.table_shapes = [domain.shape_of(c) for c in jt.cliques]
         # Curvature of the loss relative to the entropy of the normalised model:
@@ -518,38 +518,40 @@ class _Problem:
                 grads[c] = g
         return loss, grads
 
-    def gradient_tables(self, grads) -> list:
-        """The loss gradient assembled into junction-tree tables (``None`` where no measured clique lands).
+    def gradient_terms(self, grads) -> list:
+        """The loss gradient on each junction-tree table, as arrays that broadcast to it and sum to it
+        (``None`` where no measured clique lands).
 
         The adjoint of :meth:`measured_marginals`: each clique's gradient is broadcast back along the read
-        plan's shared partial sums, so a large table takes one broadcast-add per plan step that reads it,
-        not one per measured clique it hosts.  A clique's gradient may land in another table than its owner
-        potential's (:meth:`move_potentials`): only the tables' sum, the model's log-density, matters.
+        plan's shared partial sums (which are summed here: they are small), so a large table gets one term
+        per plan step that reads it, not one per measured clique it hosts.  The terms are summed into the
+        step itself (:func:`.tables.step`), block by block, never as a whole table.  A clique's gradient may
+        land in another table than its owner potential's (:meth:`move_potentials`): only the tables' sum,
+        the model's log-density, matters.
         """
         acc = {(self.host[c], c): grads[c].reshape(self.domain.shape_of(c)) for c in self.measured}
-        owned = set()   # accumulators that are this call's own arrays (the others are views: added out of place)
+        terms: list = [None] * len(self.jt.cliques)
+        owned = set()   # partial sums that are this call's own arrays (the others are views: added out of place)
         for key, source, axes in reversed(self.reads):
             g = acc.pop(key, None)
             if g is None:
                 continue
             g = np.expand_dims(g, axes) if axes else g
-            if source not in acc:
-                shape = self.table_shapes[source] if isinstance(source, int) else self.domain.shape_of(source[1])
-                acc[source] = np.broadcast_to(g, shape)
+            if isinstance(source, int):
+                terms[source] = [g] if terms[source] is None else terms[source] + [g]
+            elif source not in acc:
+                acc[source] = np.broadcast_to(g, self.domain.shape_of(source[1]))
             elif source in owned:
                 table_ops.add(acc[source], g, out=acc[source])
             else:
                 acc[source] = table_ops.add(acc[source], g)
                 owned.add(source)
-        out = [None] * len(self.jt.cliques)
-        for h, g in acc.items():
-            out[h] = g
-        return out
+        return terms
 
     @staticmethod
-    def step_tables(tables, grad_tables, step: float) -> list:
+    def step_tables(tables, gradient_terms, step: float) -> list:
         """``tables − step · gradient``, the untouched tables shared, not copied."""
-        return [t if g is None else table_ops.step(t, step, g) for t, g in zip(tables, grad_tables)]
+        return [t if g is None else table_ops.step(t, step, g) for t, g in zip(tables, gradient_terms)]
 
     def move_potentials(self, grads, alpha: float) -> None:
         """``θ ← θ − α ∇L``: the step a trial of the tables took, made on the model's potentials."""
@@ -644,7 +646,7 @@ def _armijo(problem, iters, step_size, tol, backtracking_steps, step_growth, cal
         """Armijo backtracking from ``alpha``: (accepted step or None, BP calls, the trial's results)."""
         n_calls = 0
         for _ in range(backtracking_steps + 1):
-            new_tables = problem.step_tables(tables, grad_tables, alpha)
+            new_tables = problem.step_tables(tables, grad_terms, alpha)
             new_marginals, new_log_z = problem.calibrate(new_tables)
             n_calls += 1
             new_mus = problem.measured_marginals(new_marginals)
@@ -657,7 +659,7 @@ def _armijo(problem, iters, step_size, tol, backtracking_steps, step_growth, cal
         return None, n_calls, None
 
     for it in range(1, 0 if reached else iters + 1):
-        grad_tables = problem.gradient_tables(grads)
+        grad_terms = problem.gradient_terms(grads)
         alpha *= step_growth
         accepted, n_calls, trial = line_search(alpha)
         calls += n_calls
@@ -740,7 +742,7 @@ def _accelerated(problem, iters, step_size, tol, backtracking_steps, step_growth
             y = {c: (1 - theta) * x[c] + theta * z[c] for c in problem.measured}
             loss_y, grads = problem.loss_and_grad(y)
             step = trial_alpha / theta
-            new_tables = problem.step_tables(tables, problem.gradient_tables(grads), step)
+            new_tables = problem.step_tables(tables, problem.gradient_terms(grads), step)
             new_marginals, new_log_z = problem.calibrate(new_tables)
             calls += 1
             new_z = problem.measured_marginals(new_marginals)

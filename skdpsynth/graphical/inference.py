@@ -135,9 +135,9 @@ def belief_propagation(
         msg_up[i] = msg.reshape(in_parent)
         p = jt.parent[i]
         if owned[p]:
-            up[p] += msg_up[i]
+            tables.add(up[p], msg_up[i], out=up[p])
         else:
-            up[p], owned[p] = up[p] + msg_up[i], True
+            up[p], owned[p] = tables.add(up[p], msg_up[i]), True
     # Downward pass: root first.  A clique's full belief is up[i] + the message from its
     # parent; its exponential is the upward one times the (small) message's exponential,
     # which saves exponentiating the whole table a second time.
@@ -148,23 +148,23 @@ def belief_propagation(
         if i == 0:
             shift = tables.maximum(up[0])
             probs = tables.exp_shifted(up[0], shift, out=up[0] if owned[0] else None)
+            z = tables.total(probs)
+            log_partition = float(np.log(z) + shift)
         else:
             m = msg_down[i]
             probs = up_exp[i]
             if probs is not None:
                 m_max = float(m.max())
-                tables.multiply_inplace(probs, np.exp(m - m_max))
+                peak, z = tables.multiply_and_measure(probs, np.exp(m - m_max))
                 shift = up_shift[i] + m_max
-            if probs is None or tables.maximum(probs) < 1e-200:
+            if probs is None or peak < 1e-200:
                 # The two maxima sit in different cells (or slices underflowed on the way up): exponentiate
                 # the full belief directly rather than lose precision.
                 full = up[i] + m
                 shift = float(full.max())
                 probs = np.exp(full - shift)
+                z = tables.total(probs)
             up_exp[i] = None
-        z = tables.total(probs)
-        if i == 0:
-            log_partition = float(np.log(z) + shift)
         for c in jt.children[i]:
             _, in_child, parent_axes, _ = plan[c]
             sums = reduce_axes(probs, parent_axes)
