@@ -421,7 +421,7 @@ class _Problem:
         self.theta = theta = {c: np.zeros(domain.shape_of(c)) for c in model_cliques}
         for c, v in warm.items():
             host = next(mc for mc in model_cliques if set(c) <= set(mc))
-            theta[host] += v.reshape(broadcast_shape(domain, host, c))
+            table_ops.add(theta[host], v.reshape(broadcast_shape(domain, host, c)), out=theta[host])
 
         self.jt = jt = JunctionTree.from_cliques(domain, model_cliques)
         # Each measured clique is read from one junction-tree clique, and its gradient

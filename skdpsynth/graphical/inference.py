@@ -58,16 +58,16 @@ def assemble_potentials(
     [[0.0, 0.0, 0.0], [1.0986, 1.0986, 1.0986]]
     """
     dom = jt.domain
-    tables: list[np.ndarray | None] = [None] * len(jt.cliques)
+    assembled: list[np.ndarray | None] = [None] * len(jt.cliques)
     for clique, values in potentials.items():
         host = jt.clique_containing(clique)
         if host is None:
             raise ValueError(f"Clique {clique} is not contained in any junction-tree clique.")
         values = values.reshape(broadcast_shape(dom, jt.cliques[host], clique))
-        tables[host] = values if tables[host] is None else tables[host] + values
+        assembled[host] = values if assembled[host] is None else tables.add(assembled[host], values)
     shapes = [dom.shape_of(c) for c in jt.cliques]
     # Broadcast views (read-only) are fine: the tables are only ever combined into new arrays.
-    return [np.zeros(s) if t is None else np.broadcast_to(t, s) for t, s in zip(tables, shapes)]
+    return [np.zeros(s) if t is None else np.broadcast_to(t, s) for t, s in zip(assembled, shapes)]
 
 
 def belief_propagation(
