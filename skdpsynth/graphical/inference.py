@@ -143,7 +143,6 @@ def belief_propagation(
     # which saves exponentiating the whole table a second time.
     marginals = [None] * n
     msg_down = [None] * n
-    log_partition = 0.0
     for i in range(n):
         if i == 0:
             shift = tables.maximum(up[0])

@@ -243,13 +243,6 @@ def _operand(operand, shape: tuple[int, ...]):
     return operand if wide is None else np.ascontiguousarray(np.broadcast_to(operand, wide))
 
 
-def _slab_of(operand: np.ndarray, index: tuple, axis: int):
-    """The part of a broadcast operand that meets a slab (all of it where it has one cell on the axis)."""
-    if np.ndim(operand) == 0:
-        return operand
-    return operand if operand.shape[axis] == 1 else operand[index]
-
-
 def reduce_in_slabs(table: np.ndarray, axes: tuple[int, ...], reduce: Callable) -> np.ndarray | None:
     """``reduce(table, axes)`` slab by slab (partial sums added, or kept slabs joined), or ``None`` if small."""
     cut = _slabs(table)
@@ -414,10 +407,10 @@ def multiply_inplace(table: np.ndarray, factor) -> None:
         table *= _operand(factor, table.shape)
         return
     factor = _operand(factor, table.shape)
-    axis, slabs = cut
+    _, slabs = cut
 
     def work(index):
-        table[index] *= _slab_of(factor, index, axis)
+        table[index] *= _part(factor, index)
     _map(work, slabs)
 
 
@@ -452,10 +445,10 @@ def add(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarr
     out = np.empty(shape) if out is None else out
     if prod(shape) < PARALLEL_CELLS:
         return np.add(a, b, out=out)
-    axis, slabs = _slabs(out)   # out has at least as many cells as a or b: it is cut
+    _, slabs = _slabs(out)   # out has at least as many cells as a or b: it is cut
 
     def work(index):
-        np.add(_slab_of(a, index, axis), _slab_of(b, index, axis), out=out[index])
+        np.add(_part(a, index), _part(b, index), out=out[index])
     _map(work, slabs)
     return out
 
@@ -522,7 +515,8 @@ def _blocks(shape: tuple[int, ...]) -> list[list[tuple]]:
 
 
 def _part(operand, index: tuple):
-    """The part of a broadcast operand that meets a block (all of it on axes where it has one cell)."""
+    """The part of a broadcast operand that meets a block or a slab (an index over leading axes): all of it on
+    axes where it has one cell."""
     if not index or np.ndim(operand) == 0:
         return operand
     return operand[tuple(s if n != 1 else slice(None) for s, n in zip(index, operand.shape))]
