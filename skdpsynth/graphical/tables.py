@@ -180,6 +180,40 @@ def _cut(shape: tuple[int, ...]) -> tuple[int, list[tuple]] | None:
     return None
 
 
+# Passes that make several operations on each cell go block by block: a block's operands stay in the core's
+# L2 cache (1 MB here) from one operation to the next.
+_BLOCK_CELLS = 2**15
+
+
+@lru_cache(maxsize=1024)
+def _blocks(shape: tuple[int, ...]) -> list[list[tuple]]:
+    """Cache-sized blocks of a table of this shape, in at most ``_SLABS`` groups (one group per task).
+
+    A block is an index over the leading axes (slices, so that it keeps every axis): whole rows of the
+    trailing axes that fit in ``_BLOCK_CELLS``, and runs along the axis before them.
+    """
+    lead = len(shape)
+    while lead > 0 and prod(shape[lead - 1:]) <= _BLOCK_CELLS:
+        lead -= 1
+    if lead == 0:
+        return [[()]]
+    run = max(1, _BLOCK_CELLS // prod(shape[lead:]))
+    blocks = [tuple(slice(i, i + 1) for i in outer) + (slice(a, min(a + run, shape[lead - 1])),)
+              for outer in itertools.product(*(range(n) for n in shape[:lead - 1]))
+              for a in range(0, shape[lead - 1], run)]
+    count = min(_SLABS, len(blocks))
+    cuts = [len(blocks) * k // count for k in range(count + 1)]
+    return [blocks[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def _part(operand, index: tuple):
+    """The part of a broadcast operand that meets a block or a slab (an index over leading axes): all of it on
+    axes where it has one cell."""
+    if not index or np.ndim(operand) == 0:
+        return operand
+    return operand[tuple(s if n != 1 else slice(None) for s, n in zip(index, operand.shape))]
+
+
 # Elementwise passes with a broadcast operand.  NumPy loops innermost over the longest run of trailing axes on
 # which every operand is either whole or broadcast; an operand whole on the last axes but broadcast just before
 # them (a gradient or a message over a clique's first and last attributes) leaves runs of a few cells, and the
@@ -196,8 +230,7 @@ def _compact(operand: np.ndarray) -> np.ndarray:
     """A broadcast view (stride 0 on an axis) as the array it views, with one cell on those axes."""
     if 0 not in operand.strides:
         return operand
-    return operand[tuple(slice(0, 1) if stride == 0 else slice(None)
-                         for stride, n in zip(operand.strides, operand.shape))]
+    return operand[tuple(slice(0, 1) if stride == 0 else slice(None) for stride in operand.strides)]
 
 
 def _inner_run(operand_shape: tuple[int, ...], shape: tuple[int, ...]) -> int:
@@ -463,10 +496,10 @@ def step(table: np.ndarray, size: float, direction) -> np.ndarray:
     shape = table.shape
     terms = list(direction) if isinstance(direction, (list, tuple)) else [direction]
     if table.size < _WIDEN_MIN_CELLS:   # small: whole-table numpy (the same numbers)
-        total = terms[0]
+        summed = terms[0]
         for term in terms[1:]:
-            total = total + term
-        return table - size * total
+            summed = summed + term
+        return table - size * summed
     table, terms = _operand(table, shape), [_operand(t, shape) for t in terms]
     out = np.empty(shape)
 
@@ -486,37 +519,3 @@ def step(table: np.ndarray, size: float, direction) -> np.ndarray:
     else:
         _map(work, _blocks(shape))
     return out
-
-
-# Passes that make several operations on each cell go block by block: a block's operands stay in the core's
-# L2 cache (1 MB here) from one operation to the next.
-_BLOCK_CELLS = 2**15
-
-
-@lru_cache(maxsize=1024)
-def _blocks(shape: tuple[int, ...]) -> list[list[tuple]]:
-    """Cache-sized blocks of a table of this shape, in at most ``_SLABS`` groups (one group per task).
-
-    A block is an index over the leading axes (slices, so that it keeps every axis): whole rows of the
-    trailing axes that fit in ``_BLOCK_CELLS``, and runs along the axis before them.
-    """
-    lead = len(shape)
-    while lead > 0 and prod(shape[lead - 1:]) <= _BLOCK_CELLS:
-        lead -= 1
-    if lead == 0:
-        return [[()]]
-    run = max(1, _BLOCK_CELLS // prod(shape[lead:]))
-    blocks = [tuple(slice(i, i + 1) for i in outer) + (slice(a, min(a + run, shape[lead - 1])),)
-              for outer in itertools.product(*(range(n) for n in shape[:lead - 1]))
-              for a in range(0, shape[lead - 1], run)]
-    count = min(_SLABS, len(blocks))
-    cuts = [len(blocks) * k // count for k in range(count + 1)]
-    return [blocks[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
-
-
-def _part(operand, index: tuple):
-    """The part of a broadcast operand that meets a block or a slab (an index over leading axes): all of it on
-    axes where it has one cell."""
-    if not index or np.ndim(operand) == 0:
-        return operand
-    return operand[tuple(s if n != 1 else slice(None) for s, n in zip(index, operand.shape))]
