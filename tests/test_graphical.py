@@ -47,6 +47,15 @@ def brute_marginal(joint, dom, attrs):
     return joint.sum(axis=tuple(i for i, a in enumerate(dom) if a not in attrs))
 
 
+@pytest.fixture(params=[False, True], ids=["log-tables", "exp-tables"])
+def exp_tables(request, monkeypatch):
+    """Run a test as it is (this file's tables are small: log-tables) and with every table exponentiated
+    between mirror-descent steps (graphical.exp_tables), which only large tables are by default."""
+    if request.param:
+        monkeypatch.setattr("skdpsynth.graphical.exp_tables._MIN_CELLS", 1)
+    return request.param
+
+
 def random_potentials(dom, cliques, rng, scale=2.0):
     return {dom.canonical(c): rng.normal(scale=scale, size=dom.shape_of(c)) for c in cliques}
 
@@ -354,6 +363,110 @@ def test_belief_propagation_is_stable_with_extreme_potentials():
             np.testing.assert_allclose(table, brute_marginal(joint, DOM, attrs), rtol=0, atol=1e-10)
 
 
+def _offsetting_potentials(offset, rng):
+    """Potentials on the tree structure moved by ±offset along directions that leave the model unchanged."""
+    pots = random_potentials(DOM, STRUCTURES["tree"], rng)
+    pots[("a", "b")][:, 1] -= offset
+    pots[("b", "c")][1, :] += offset
+    pots[("b", "c")][:, 2] += 2 * offset
+    pots[("c", "d")][2, :] -= 2 * offset
+    return pots
+
+
+@pytest.mark.parametrize("case", [f"{name}-{scale}" for name in sorted(STRUCTURES) for scale in (2, 300)]
+                         + [f"offsetting-{offset}" for offset in (0, 100, 250, 290, 800)])
+def test_belief_propagation_on_exponentiated_tables_matches_log_tables(case, monkeypatch):
+    """graphical.exp_tables: belief propagation given tables' exponentials (values · e^offset) computes the
+    log-tables' marginals and log-partition, with the large spreads and offsetting potentials that make
+    it fall back to log-beliefs (a table spread past e^600 stays a log-table: a mix of both kinds)."""
+    from skdpsynth.graphical import exp_tables
+
+    monkeypatch.setattr(exp_tables, "_MIN_CELLS", 1)
+    name, value = case.rsplit("-", 1)
+    rng = np.random.default_rng(5)
+    if name == "offsetting":
+        pots = _offsetting_potentials(float(value), rng)
+    else:
+        pots = random_potentials(DOM, STRUCTURES[name], rng, scale=float(value))
+    model = GraphicalModel(DOM, pots, total=1.0)
+    jt = model.junction_tree
+    log_tables = assemble_potentials(jt, model.potentials)
+    given = [exp_tables.exponentiate(t) for t in log_tables]
+    marginals, log_z = belief_propagation(jt, given, total=1.0)
+    want, want_log_z = belief_propagation(jt, log_tables, total=1.0)
+    # Each cell is a product of a few exponentials instead of the exponential of their sum: relative rounding
+    # of a few ulps times the largest exponent (|θ| up to ~3000 here), so ~1e-12 relative, 1e-300 absolute.
+    assert log_z == pytest.approx(want_log_z, rel=1e-12, abs=1e-12)
+    for got, table in zip(marginals, want):
+        np.testing.assert_allclose(got, table, rtol=1e-11, atol=1e-300)
+    for t, g in zip(log_tables, given):   # the inputs are never written to
+        if isinstance(g, exp_tables.ExpTable):
+            np.testing.assert_allclose(g.log(), t, rtol=1e-12, atol=1e-12)
+
+
+def test_belief_propagation_on_exponentiated_tables_takes_every_fallback(monkeypatch):
+    """The rare paths of belief propagation on ExpTables, each made a log-belief from an ExpTable, and each
+    gives the log-tables' marginals: the root's and an inner clique's product with their children's messages
+    too small (offset 100 on (a, b)/(b, c), the root's, and on (c, d)/(d, e)), separator slices underflowing
+    and a downward product far from the upward maximum (offset 290, the tree's four cliques)."""
+    from skdpsynth.graphical import exp_tables, inference
+
+    monkeypatch.setattr(exp_tables, "_MIN_CELLS", 1)
+    logs = []
+    original = exp_tables.ExpTable.log
+    monkeypatch.setattr(exp_tables.ExpTable, "log", lambda self: logs.append(1) or original(self))
+    root_pair = random_potentials(DOM, STRUCTURES["tree"], np.random.default_rng(5))
+    root_pair[("a", "b")][:, 1] -= 100.0
+    root_pair[("b", "c")][1, :] += 100.0
+    inner_pair = random_potentials(DOM, STRUCTURES["tree"], np.random.default_rng(5))
+    inner_pair[("c", "d")][:, 1] -= 100.0
+    inner_pair[("d", "e")][1, :] += 100.0
+    for pots in (root_pair, inner_pair, _offsetting_potentials(290.0, np.random.default_rng(5))):
+        model = GraphicalModel(DOM, pots, total=1.0)
+        jt = model.junction_tree
+        log_tables = assemble_potentials(jt, model.potentials)
+        logs[:] = []
+        marginals, _ = inference.belief_propagation(jt, [exp_tables.exponentiate(t) for t in log_tables])
+        assert logs
+        want, _ = inference.belief_propagation(jt, log_tables)
+        for got, table in zip(marginals, want):
+            np.testing.assert_allclose(got, table, rtol=1e-11, atol=1e-300)
+
+
+def test_exponentiated_tables_step_like_log_tables_and_return_to_logs_when_they_would_underflow():
+    from skdpsynth.graphical import tables
+    from skdpsynth.graphical.exp_tables import ExpTable, exponentiate, step_table
+
+    rng = np.random.default_rng(3)
+    theta = rng.normal(size=(40, 30, 20))                 # 24 000 cells: exponentiated by default
+    current = exponentiate(theta)
+    assert isinstance(current, ExpTable) and current.high == 0.0
+    for _ in range(50):
+        terms = [rng.normal(size=(40, 1, 20)), rng.normal(size=(1, 30, 1)), rng.normal(size=(40, 30, 1))]
+        size = rng.uniform(0.1, 1.0)
+        theta = tables.step(theta, size, terms)
+        current = step_table(current, size, terms)
+        assert isinstance(current, ExpTable)
+        # 50 steps of a few ulps each, relative to values of up to |θ| ~ 20: ~1e-13 absolute in the log.
+        np.testing.assert_allclose(current.log(), theta, rtol=0, atol=1e-11)
+        assert current.low == pytest.approx(np.log(current.values.min()), abs=1e-12)
+        assert current.high == pytest.approx(np.log(current.values.max()), abs=1e-12)
+    # A step that could take a cell 700 below the largest: a log-table again, the same numbers.
+    down = np.zeros((40, 30, 1))
+    down[0, 0, 0] = 700.0
+    stepped = step_table(current, 1.0, [down])
+    assert not isinstance(stepped, ExpTable)
+    np.testing.assert_allclose(stepped, theta - down, rtol=0, atol=1e-11)
+    # Broadcast views stay views when exponentiated; tables too small or spread too far stay log-tables.
+    view = np.broadcast_to(rng.normal(size=(40, 1, 20)), (40, 30, 20))
+    made = exponentiate(view)
+    assert made.values.shape == view.shape and 0 in made.values.strides
+    spread = theta.copy()
+    spread[0, 0, 0] = spread.max() - 601.0
+    assert exponentiate(spread) is spread and exponentiate(theta[:2]) is not None
+    assert not isinstance(exponentiate(theta[:2]), ExpTable)   # 1 200 cells
+
+
 # -- estimation ---------------------------------------------------------------
 
 def dense_solver(dom, measurements, total, iters=20000):
@@ -418,7 +531,7 @@ def small_problem(seed=0, n=2000):
     ids=["tree", "cycle", "triples_with_repeats"],
 )
 @pytest.mark.parametrize("method", ["accelerated", "armijo"])
-def test_mirror_descent_matches_dense_solver(cliques, method):
+def test_mirror_descent_matches_dense_solver(cliques, method, exp_tables):
     dom, data, rng = small_problem()
     sigmas = rng.uniform(5, 20, size=len(cliques))
     ms = [m for c, s in zip(cliques, sigmas) for m in noisy_measurements(dom, data, [c], s, rng)]
@@ -432,7 +545,7 @@ def test_mirror_descent_matches_dense_solver(cliques, method):
     assert info.loss <= info.loss_history[0]
 
 
-def test_mirror_descent_with_linear_queries_matches_dense_solver():
+def test_mirror_descent_with_linear_queries_matches_dense_solver(exp_tables):
     dom, data, rng = small_problem(seed=3)
     # Compressed domain of c: cells {0}, {1}, {2, 3} merged -- a partition query.
     q_c = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 1]], dtype=float)
@@ -474,7 +587,7 @@ def test_minimum_variance_total():
         mirror_descent(dom, ms[2:], iters=5)
 
 
-def test_warm_start_continues_from_previous_potentials():
+def test_warm_start_continues_from_previous_potentials(exp_tables):
     dom, data, rng = small_problem(seed=4)
     first = noisy_measurements(dom, data, [("a", "b"), ("b", "c")], 5.0, rng)
     model, info = mirror_descent(dom, first, iters=2000)
@@ -487,7 +600,7 @@ def test_warm_start_continues_from_previous_potentials():
     np.testing.assert_allclose(warm.project(["a", "b"]), model.project(["a", "b"]), rtol=0.05)
 
 
-def test_warm_start_from_a_calibrated_model_on_the_same_tree_saves_a_pass(monkeypatch):
+def test_warm_start_from_a_calibrated_model_on_the_same_tree_saves_a_pass(monkeypatch, exp_tables):
     import skdpsynth.graphical.estimation as estimation
 
     dom, data, rng = small_problem(seed=4)
@@ -644,7 +757,7 @@ def test_independent_estimate_is_the_mirror_descent_optimum():
     assert independent_estimate(dom, ms[:2]) is None                      # "c" not measured
 
 
-def test_mirror_descent_target_loss_stops_at_the_noise_level():
+def test_mirror_descent_target_loss_stops_at_the_noise_level(exp_tables):
     rng = np.random.default_rng(1)
     dom = Domain(["a", "b"], [4, 3])
     truth = rng.dirichlet(np.ones(12)).reshape(4, 3) * 5000
@@ -689,7 +802,7 @@ def test_warm_start_lifts_cells_driven_towards_minus_infinity():
     np.testing.assert_allclose(theta, [[0.0, -2.0, 3.0 - 30.0], [-5.0, 1.0, 3.0]])
 
 
-def test_warm_start_lift_leaves_offsetting_potentials_alone():
+def test_warm_start_lift_leaves_offsetting_potentials_alone(exp_tables):
     """Only the sum of overlapping cliques' potentials matters: a fit re-expressed with large offsetting
     values (a gauge change, the same model) must warm-start as that model, not be lifted into another."""
     dom, data, rng = small_problem(seed=7)

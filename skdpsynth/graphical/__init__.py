@@ -2,6 +2,7 @@
 
 - :mod:`.junction_tree` — elimination orders, junction trees, model size.
 - :mod:`.inference` — belief propagation and variable elimination.
+- :mod:`.exp_tables` — tables kept exponentiated between mirror-descent steps.
 - :mod:`.estimation` — measurements and mirror-descent estimation.
 - :mod:`.model` — the fitted Markov random field.
 - :mod:`.sampling` — randomized rounding and i.i.d. generation.

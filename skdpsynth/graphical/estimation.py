@@ -24,6 +24,7 @@ from scipy.sparse.linalg import LinearOperator, lsqr
 from ..domain import Domain
 from ..marginals import maximal_cliques
 from . import tables as table_ops
+from .exp_tables import exponentiate, step_table
 from .inference import assemble_potentials, belief_propagation
 from .junction_tree import JunctionTree, broadcast_shape, reduce_axes
 from .model import GraphicalModel
@@ -548,10 +549,17 @@ class _Problem:
                 owned.add(source)
         return terms
 
+    def start_tables(self) -> list:
+        """The junction-tree tables of ``θ``, the large ones exponentiated (:mod:`.exp_tables`): the steps
+        multiply them by the exponentials of the small gradient terms, and belief propagation never takes the
+        exponential of a whole table again."""
+        return [exponentiate(t) for t in assemble_potentials(self.jt, self.theta)]
+
     @staticmethod
     def step_tables(tables, gradient_terms, step: float) -> list:
-        """``tables − step · gradient``, the untouched tables shared, not copied."""
-        return [t if g is None else table_ops.step(t, step, g) for t, g in zip(tables, gradient_terms)]
+        """``tables − step · gradient`` (for exponentiated tables, their product with ``exp(−step · gradient)``),
+        the untouched tables shared, not copied."""
+        return [t if g is None else step_table(t, step, g) for t, g in zip(tables, gradient_terms)]
 
     def move_potentials(self, grads, alpha: float) -> None:
         """``θ ← θ − α ∇L``: the step a trial of the tables took, made on the model's potentials."""
@@ -634,7 +642,7 @@ def _converged(history, tol) -> bool:
 def _armijo(problem, iters, step_size, tol, backtracking_steps, step_growth, callback, target_loss, start):
     """Entropic mirror descent with Armijo backtracking (Algorithm 1 of McKenna et al. 2019)."""
     alpha, safe_step = _start_step(problem, step_size, 2.0)
-    tables = assemble_potentials(problem.jt, problem.theta)
+    tables = problem.start_tables()
     marginals, log_z = problem.initial_calibration(tables)
     mus = problem.measured_marginals(marginals)
     loss, grads = problem.loss_and_grad(mus)
@@ -718,7 +726,7 @@ def _accelerated(problem, iters, step_size, tol, backtracking_steps, step_growth
     """
     alpha, safe_step = _start_step(problem, step_size, 1.0)
     N = problem.total
-    tables = assemble_potentials(problem.jt, problem.theta)
+    tables = problem.start_tables()
     marginals, log_z = problem.initial_calibration(tables)
     z = problem.measured_marginals(marginals)
     loss_z, _ = problem.loss_and_grad(z, gradient=False)

@@ -13,6 +13,7 @@ contains.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from functools import reduce
 from operator import or_
@@ -21,6 +22,7 @@ import numpy as np
 
 from ..domain import Domain
 from . import tables
+from .exp_tables import ExpTable
 from .junction_tree import JunctionTree, broadcast_shape, reduce_axes
 
 __all__ = ["belief_propagation", "assemble_potentials", "variable_elimination"]
@@ -31,6 +33,9 @@ __all__ = ["belief_propagation", "assemble_potentials", "variable_elimination"]
 _TINY = 1e-300
 # A separator slice summing to less than this (relative to its table's maximum) is recomputed with its own shift.
 _SLICE_UNDERFLOW = 1e-250
+# An ExpTable times its children's messages whose largest cell is below this is exponentiated afresh instead
+# (with the slice test above, no slice whose message counts has cells below the smallest normal double).
+_EXP_PEAK_FLOOR = 1e-30
 
 
 def assemble_potentials(
@@ -104,37 +109,71 @@ def belief_propagation(
     """
     n = len(jt.cliques)
     plan = jt.message_plan()
-    up = list(log_potentials)  # becomes θ_C + messages from the children
+    up = list(log_potentials)  # log-tables become θ_C + messages from the children; ExpTables stay as given
+    pending = [[] for _ in range(n)]  # the children's messages to an ExpTable, multiplied in when it is reached
     msg_up = [None] * n  # log-message clique i -> parent, shaped to broadcast in the parent
-    up_exp = [None] * n  # exp(up[i] - up_shift[i]), reused by the downward pass
+    up_exp = [None] * n  # exp(belief - up_shift[i]), reused by the downward pass
     up_shift = [0.0] * n
+    up_peak = [1.0] * n  # the largest cell of up_exp[i] (1 when exponentiated here, after its maximum)
     owned = [False] * n  # up[i] is an array made here (the inputs are never written to)
+    exp_owned = [True] * n  # up_exp[i] may be written to (not an ExpTable's values)
+
+    def log_belief(i: int) -> np.ndarray:
+        """Clique i's log-belief with its children's messages (made here for an ExpTable: the rare paths)."""
+        if not isinstance(up[i], ExpTable):
+            return up[i]
+        belief = up[i].log()
+        for m in pending[i]:
+            tables.add(belief, m, out=belief)
+        return belief
+
+    def exponential(i: int):
+        """(exp(belief − shift), shift, its largest cell, whether it may be written to), or None when an
+        ExpTable's product with its children's messages has its largest cell too small to be trusted."""
+        table = up[i]
+        if not isinstance(table, ExpTable):
+            shift = tables.maximum(table)
+            in_place = i == 0 and owned[0]   # the root's log-belief is not needed once exponentiated
+            return tables.exp_shifted(table, shift, out=table if in_place else None), shift, 1.0, True
+        if pending[i]:
+            tops = [float(m.max()) for m in pending[i]]
+            probs, peak, _, _ = tables.product(table.values, [np.exp(m - t) for m, t in zip(pending[i], tops)])
+            made = probs, table.offset + sum(tops), peak, True
+        else:
+            made = table.values, table.offset, math.exp(table.high), False
+        return made if made[2] >= _EXP_PEAK_FLOOR else None
+
     # Upward pass: leaves first (reverse breadth-first order).  In-place arithmetic where the
     # array is ours: fresh multi-megabyte temporaries cost page faults as much as the arithmetic.
     for i in range(n - 1, 0, -1):
         own_axes, _, _, in_parent = plan[i]
-        belief = up[i]
-        shift = tables.maximum(belief)
-        probs = tables.exp_shifted(belief, shift)
+        made = exponential(i)
+        if made is None:
+            up[i], owned[i] = log_belief(i), True
+            made = exponential(i)
+        probs, shift, peak, exp_owned[i] = made
         sums = reduce_axes(probs, own_axes)
-        msg = np.log(np.maximum(sums, _TINY))
+        msg = np.log(np.maximum(sums, _TINY * peak))
         msg += shift
-        underflow = sums < _SLICE_UNDERFLOW
+        underflow = sums < _SLICE_UNDERFLOW * peak
         if underflow.any():
             # These separator values carry no mass at the scale of the table's maximum, but the parent may
             # weigh them up again (overlapping cliques' potentials can carry large offsetting values; only
             # their sum matters): their messages are exact log-sum-exps, each slice shifted by its own
             # maximum, and the downward pass exponentiates this clique's full belief afresh.
+            belief = log_belief(i)
             where = np.nonzero(underflow)
             kept = [ax for ax in range(belief.ndim) if ax not in own_axes]
             slices = np.moveaxis(belief, kept, range(len(kept)))[where].reshape(len(where[0]), -1)
             top = slices.max(axis=1)
             msg[where] = np.log(np.exp(slices - top[:, None]).sum(axis=1)) + top
-            probs, shift = None, None
-        up_exp[i], up_shift[i] = probs, shift
+            up[i], probs, shift = belief, None, None
+        up_exp[i], up_shift[i], up_peak[i] = probs, shift, peak
         msg_up[i] = msg.reshape(in_parent)
         p = jt.parent[i]
-        if owned[p]:
+        if isinstance(up[p], ExpTable):
+            pending[p].append(msg_up[i])
+        elif owned[p]:
             tables.add(up[p], msg_up[i], out=up[p])
         else:
             up[p], owned[p] = tables.add(up[p], msg_up[i]), True
@@ -145,8 +184,13 @@ def belief_propagation(
     msg_down = [None] * n
     for i in range(n):
         if i == 0:
-            shift = tables.maximum(up[0])
-            probs = tables.exp_shifted(up[0], shift, out=up[0] if owned[0] else None)
+            made = exponential(0)
+            if made is None:
+                up[0], owned[0] = log_belief(0), True
+                made = exponential(0)
+            probs, shift, scale, writable = made
+            if not writable:
+                probs = probs.copy()
             z = tables.total(probs)
             log_partition = float(np.log(z) + shift)
         else:
@@ -154,21 +198,26 @@ def belief_propagation(
             probs = up_exp[i]
             if probs is not None:
                 m_max = float(m.max())
-                peak, z = tables.multiply_and_measure(probs, np.exp(m - m_max))
-                shift = up_shift[i] + m_max
-            if probs is None or peak < 1e-200:
+                factor = np.exp(m - m_max)
+                if exp_owned[i]:
+                    peak, z = tables.multiply_and_measure(probs, factor)
+                else:
+                    probs, peak, _, z = tables.product(probs, [factor], summed=True)
+                shift, scale = up_shift[i] + m_max, up_peak[i]
+            if probs is None or peak < 1e-200 * scale:
                 # The two maxima sit in different cells (or slices underflowed on the way up): exponentiate
                 # the full belief directly rather than lose precision.
-                full = up[i] + m
+                full = log_belief(i) + m
                 shift = float(full.max())
                 probs = np.exp(full - shift)
                 z = tables.total(probs)
+                scale = 1.0
             up_exp[i] = None
         for c in jt.children[i]:
             _, in_child, parent_axes, _ = plan[c]
             sums = reduce_axes(probs, parent_axes)
             # Divide out what the child sent up (subtract, in log space).
-            msg = np.log(np.maximum(sums, _TINY)).reshape(in_child)
+            msg = np.log(np.maximum(sums, _TINY * scale)).reshape(in_child)
             msg += shift
             msg -= msg_up[c].reshape(in_child)
             msg_down[c] = msg

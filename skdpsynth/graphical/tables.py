@@ -226,7 +226,7 @@ _WIDEN_FRACTION = 16     # the widened copy has at most 1/16 of the table's cell
 _WIDEN_MIN_CELLS = 2**14
 
 
-def _compact(operand: np.ndarray) -> np.ndarray:
+def compact(operand: np.ndarray) -> np.ndarray:
     """A broadcast view (stride 0 on an axis) as the array it views, with one cell on those axes."""
     if 0 not in operand.strides:
         return operand
@@ -269,7 +269,7 @@ def _operand(operand, shape: tuple[int, ...]):
     """``operand`` ready for an elementwise pass over a table of ``shape`` (widened where its runs are short)."""
     if prod(shape) < _WIDEN_MIN_CELLS or np.ndim(operand) == 0:
         return operand
-    operand = _compact(operand)
+    operand = compact(operand)
     if operand.shape == shape:
         return operand
     wide = _widening(operand.shape, shape)
@@ -402,20 +402,27 @@ def sum_over(table: np.ndarray, axes: tuple[int, ...]) -> np.ndarray | None:
     return x.reshape(shape)
 
 
-def total(table: np.ndarray) -> float:
-    """The sum of all cells."""
+def _whole(table: np.ndarray, reduce: Callable, combine: Callable) -> float:
+    """``reduce`` of the whole table: of each slab in threads, then ``combine`` of theirs (slabs in order)."""
     cut = _slabs(table)
     if cut is None:
-        return float(table.sum())
-    return float(sum(_map(lambda index: float(table[index].sum()), cut[1])))
+        return float(reduce(table))
+    return float(combine(_map(lambda index: float(reduce(table[index])), cut[1])))
+
+
+def total(table: np.ndarray) -> float:
+    """The sum of all cells."""
+    return _whole(table, np.sum, sum)
 
 
 def maximum(table: np.ndarray) -> float:
     """The largest cell."""
-    cut = _slabs(table)
-    if cut is None:
-        return float(table.max())
-    return max(_map(lambda index: float(table[index].max()), cut[1]))
+    return _whole(table, np.max, max)
+
+
+def minimum(table: np.ndarray) -> float:
+    """The smallest cell."""
+    return _whole(table, np.min, min)
 
 
 def exp_shifted(table: np.ndarray, shift: float, out: np.ndarray | None = None) -> np.ndarray:
@@ -453,20 +460,52 @@ def multiply_and_measure(table: np.ndarray, factor) -> tuple[float, float]:
     The sum adds the blocks' sums in a fixed order (blocks depend on the shape alone), so it is the same
     with any number of threads.
     """
-    factor = _operand(factor, table.shape)
-    if table.size < PARALLEL_CELLS:
-        table *= factor
-        return float(table.max()), float(table.sum())
+    _, peak, _, summed = product(table, [factor], out=table, summed=True)
+    return peak, summed
 
-    def work(blocks):
+
+def product(table: np.ndarray, factors, out: np.ndarray | None = None, *, smallest: bool = False,
+            summed: bool = False) -> tuple[np.ndarray, float, float | None, float | None]:
+    """``table`` times every one of ``factors`` (numbers, or arrays that broadcast to the table), with the
+    result's largest cell and, when asked, its smallest and its sum, in one pass block by block.
+
+    Returns ``(result, largest, smallest or None, sum or None)``; the result is ``out`` (which may be
+    ``table`` itself) or a new array.  The sum adds the blocks' sums in a fixed order (blocks depend on the
+    shape alone), so it is the same with any number of threads.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.graphical.tables import product
+    >>> result, largest, smallest, total = product(np.ones((2, 3)), [np.array([[1.0], [2.0]]), 0.5],
+    ...                                            smallest=True, summed=True)
+    >>> result.tolist(), largest, smallest, total
+    ([[0.5, 0.5, 0.5], [1.0, 1.0, 1.0]], 1.0, 0.5, 4.5)
+    """
+    shape = table.shape
+    factors = [_operand(f, shape) for f in factors]
+    if out is None:
+        out, table = np.empty(shape), _operand(table, shape)
+
+    def measure(blocks):
         found = []
         for index in blocks:
-            part = table[index]
-            part *= _part(factor, index)
-            found.append((part.max(), part.sum()))
+            part = out[index]
+            if factors:
+                np.multiply(_part(table, index), _part(factors[0], index), out=part)
+                for factor in factors[1:]:
+                    part *= _part(factor, index)
+            else:
+                np.copyto(part, _part(table, index))
+            found.append((part.max(), part.min() if smallest else None, part.sum() if summed else None))
         return found
-    found = [pair for group in _map(work, _blocks(table.shape)) for pair in group]
-    return float(max(peak for peak, _ in found)), float(sum(total for _, total in found))
+    if table.size < PARALLEL_CELLS:
+        found = measure([()])
+    else:
+        found = [triple for group in _map(measure, _blocks(shape)) for triple in group]
+    return (out, float(max(peak for peak, _, _ in found)),
+            float(min(low for _, low, _ in found)) if smallest else None,
+            float(sum(part for _, _, part in found)) if summed else None)
 
 
 def add(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
