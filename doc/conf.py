@@ -233,7 +233,8 @@ def _drop_type_docstring_of_constants(app, what, name, obj, options, lines):
     """
     if what in ("data", "attribute") and lines:
         own = type(obj).__doc__
-        if own and [line.strip() for line in lines if line.strip()] == [
+        # (a slot's __doc__, e.g. a named tuple's field getter's, is a descriptor: no text to compare)
+        if isinstance(own, str) and [line.strip() for line in lines if line.strip()] == [
                 line.strip() for line in own.splitlines() if line.strip()]:
             lines.clear()
 
