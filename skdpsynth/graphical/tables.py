@@ -206,6 +206,14 @@ def _blocks(shape: tuple[int, ...]) -> list[list[tuple]]:
     return [blocks[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
 
 
+def _by_blocks(shape: tuple[int, ...], work: Callable[[list[tuple]], list]) -> list:
+    """``work`` over a table of this shape: whole when it is small, else over its blocks' groups in threads
+    (the results of every block, in block order)."""
+    if prod(shape) < PARALLEL_CELLS:
+        return work([()])
+    return [found for group in _map(work, _blocks(shape)) for found in group]
+
+
 def _part(operand, index: tuple):
     """The part of a broadcast operand that meets a block or a slab (an index over leading axes): all of it on
     axes where it has one cell."""
@@ -499,10 +507,7 @@ def product(table: np.ndarray, factors, out: np.ndarray | None = None, *, smalle
                 np.copyto(part, _part(table, index))
             found.append((part.max(), part.min() if smallest else None, part.sum() if summed else None))
         return found
-    if table.size < PARALLEL_CELLS:
-        found = measure([()])
-    else:
-        found = [triple for group in _map(measure, _blocks(shape)) for triple in group]
+    found = _by_blocks(shape, measure)
     return (out, float(max(peak for peak, _, _ in found)),
             float(min(low for _, low, _ in found)) if smallest else None,
             float(sum(part for _, _, part in found)) if summed else None)
@@ -553,8 +558,6 @@ def step(table: np.ndarray, size: float, direction) -> np.ndarray:
                     o += _part(term, index)
                 o *= -size
             o += _part(table, index)
-    if prod(shape) < PARALLEL_CELLS:
-        work([()])
-    else:
-        _map(work, _blocks(shape))
+        return []
+    _by_blocks(shape, work)
     return out
