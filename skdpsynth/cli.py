@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 import warnings
@@ -77,6 +78,19 @@ def _unreadable(exc: Exception, what: str, path) -> _UserError:
     return _UserError(text)
 
 
+def _parser_reason(exc: Exception) -> str:
+    """The CSV parser's reason without the line number or the offending record's field count (both private).
+
+    ``--debug`` shows the parser's own message, to whoever runs the command with the data."""
+    detail = _one_line(exc).removeprefix("Error tokenizing data. C error: ")
+    ragged = re.search(r"Expected (\d+) fields? in line \d+, saw \d+", detail)
+    if ragged:  # the header's field count is public
+        detail = f"a record has more fields than the header's {ragged.group(1)} (check the delimiter and the quoting)"
+    else:
+        detail = re.sub(r"\d+", "N", detail)
+    return detail + "; --debug shows the parser's own message"
+
+
 def _read_input(path) -> pd.DataFrame:
     try:
         real = pd.read_csv(path)
@@ -86,8 +100,7 @@ def _read_input(path) -> pd.DataFrame:
         raise _UserError(f"input file {str(path)!r} is empty: give a CSV file with a header line and at least one "
                          "record") from exc
     except pd.errors.ParserError as exc:
-        detail = _one_line(exc).removeprefix("Error tokenizing data. C error: ")
-        raise _UserError(f"input file {str(path)!r} is not a valid CSV file: {detail}") from exc
+        raise _UserError(f"input file {str(path)!r} is not a valid CSV file: {_parser_reason(exc)}") from exc
     if len(real) == 0:
         raise _UserError(f"input file {str(path)!r} has a header line but no records")
     return real
@@ -127,9 +140,9 @@ def _check_data(real: pd.DataFrame, schema, args) -> None:
             continue
         bad = real[c].notna() & pd.to_numeric(real[c], errors="coerce").isna()
         if bad.any():
-            where = int(bad.to_numpy().argmax())
-            raise _UserError(f"column {c!r} of {source} is numeric in the schema but holds {real[c].iloc[where]!r} "
-                             f"(record {where + 1}); correct the value, or declare the column categorical")
+            # Neither the value nor its record's number: both are private (doc/privacy.md).
+            raise _UserError(f"column {c!r} of {source} is numeric in the schema but holds values that are not "
+                             "numbers; correct them, or declare the column categorical")
 
 
 def _raised_in_preprocessing(exc: BaseException) -> bool:
@@ -242,7 +255,10 @@ def _split(real: pd.DataFrame, target: str | None, test_size: float, seed):
     try:
         train, test = train_test_split(real, test_size=test_size, random_state=seed, stratify=stratify)
     except ValueError as exc:  # e.g. too few records to hold out --test-size of them
-        raise _UserError(f"--target {target!r} --test-size {test_size:g}: {_one_line(exc)}") from exc
+        # Not scikit-learn's words: they quote the number of records and of target values, both private.
+        raise _UserError(f"--target {target!r} --test-size {test_size:g}: the records cannot be split so (too few "
+                         "records, or too few per target value, for a test set of that share); change --test-size "
+                         "or omit --target") from exc
     return train, test
 
 
@@ -280,7 +296,8 @@ def _run(real: pd.DataFrame, schema, args, title: str, source: str | None = None
     verbose = 0 if args.quiet else 1
     train, test = _split(real, args.target, args.test_size, args.seed)
     if test is not None and not args.quiet:
-        print(f"holding out {len(test):,} of {len(real):,} records (test-size {args.test_size:g}) to measure "
+        # The share, not the counts: a log line is read by whoever runs the job, and the counts give n.
+        print(f"holding out {args.test_size:.0%} of the records (test-size {args.test_size:g}) to measure "
               f"train-on-synthetic-test-on-real accuracy for {args.target!r}; the synthesizer never sees them")
     pipe = build_pipeline(schema, method=args.method, epsilon=args.epsilon, delta=args.delta, n_bins=args.bins,
                           seed=args.seed, verbose=verbose, parties=args.parties, view_size=args.view_size,

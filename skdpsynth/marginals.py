@@ -79,17 +79,21 @@ def as_codes(X, domain: Domain) -> np.ndarray:
     else:
         arr = np.asarray(X)
         if arr.ndim != 2 or arr.shape[1] != len(domain):
-            raise ValueError(f"Expected a 2-D array with {len(domain)} columns, got shape {arr.shape}.")
+            # Not the shape: its length is the private record count.
+            raise ValueError(f"Expected a 2-D array with {len(domain)} columns (one per domain attribute), got "
+                             f"{arr.ndim} dimension(s)" + (f" and {arr.shape[1]} columns." if arr.ndim == 2 else "."))
         codes = np.column_stack([_integer_column(arr[:, j], a) for j, a in enumerate(domain)]) if len(domain) else arr
     codes = np.asfortranarray(codes, dtype=np.intp)
     if codes.size:
         lo, hi = codes.min(axis=0), codes.max(axis=0)
         bad = [(a, int(l), int(h), s) for a, l, h, s in zip(domain, lo, hi, domain.shape) if l < 0 or h >= s]
         if bad:
-            a, l, h, s = bad[0]
+            a, _, _, s = bad[0]
+            # The offending codes are values of the private data: the message gives the public range only.
             raise ValueError(
-                f"Column {a!r} has codes in [{l}, {h}] but its domain size is {s} (codes must be 0..{s - 1})."
-                + (f" {len(bad) - 1} more column(s) are out of range too." if len(bad) > 1 else "")
+                f"Column {a!r} has codes outside its public domain 0..{s - 1} (domain size {s}); declare its "
+                "size in domain= or map the codes into it first."
+                + (f" Columns {[str(b[0]) for b in bad[1:]]} are out of range too." if len(bad) > 1 else "")
             )
     return codes
 
@@ -200,7 +204,7 @@ class _Table:
 def _as_code_array(codes) -> np.ndarray:
     codes = np.asarray(codes)
     if codes.ndim != 2:
-        raise ValueError(f"codes must be a 2-D array of integer codes, got shape {codes.shape}.")
+        raise ValueError(f"codes must be a 2-D array of integer codes, got {codes.ndim} dimension(s).")
     if codes.dtype.kind == "b":
         return codes.view(np.uint8)
     if codes.dtype.kind not in "iu":
@@ -222,7 +226,7 @@ def _count(codes, sizes: Sequence[int], cliques: Sequence[Sequence[int]], weight
     if weights is not None:
         weights = np.asarray(weights, dtype=np.float64).reshape(-1)
         if weights.shape[0] != n:
-            raise ValueError(f"weights has {weights.shape[0]} entries but codes has {n} rows.")
+            raise ValueError("weights must have one entry per row of codes.")  # both lengths are private counts
     tables = [_Table(c, [sizes[j] for j in c], weights is not None) for c in cliques]
     if n == 0 or not tables:
         return tables

@@ -2,7 +2,9 @@
 
 ``fit(X)`` of every synthesizer also takes a ``dask.dataframe.DataFrame`` or
 the path (or glob) of Parquet files, which it reads with
-``dask.dataframe.read_parquet``.  The records then never sit in memory
+``dask.dataframe.read_parquet`` (except the federated ones, whose parties take
+their rows in memory: ``HybridSynthesizer`` and ``VerticalMRFSynthesizer``
+refuse it before reading anything).  The records then never sit in memory
 together: the synthesizer gets a :class:`DaskCodes`, a lazy stand-in for the
 array of integer codes, and every marginal it asks for is counted partition
 by partition — each partition is read, encoded over the public domain and
@@ -312,7 +314,7 @@ def encode_partition(frame: pd.DataFrame, columns: Sequence) -> np.ndarray:
     dtype = _uint_for(max(c.size for c in columns) - 1)
     out = np.empty((len(frame), len(columns)), dtype=dtype, order="F")
     for j, column in enumerate(columns):
-        values = _integer_column(np.asarray(column.encode(frame[column.name], quote=False)), column.name)
+        values = _integer_column(np.asarray(column.encode(frame[column.name])), column.name)
         if values.size and (int(values.max()) >= column.size or (values.dtype.kind == "i" and int(values.min()) < 0)):
             raise ValueError(f"Column {column.name!r} has values outside its public domain "
                              f"(codes 0..{column.size - 1}).")

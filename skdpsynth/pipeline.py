@@ -278,7 +278,8 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
             return y
         y = np.asarray(y)
         if y.ndim != 1:
-            raise ValueError(f"y must be 1-D (one target column), got an array of shape {y.shape}.")
+            # Not the shape: its length is the private record count.
+            raise ValueError(f"y must be 1-D (one target column), got an array with {y.ndim} dimension(s).")
         return y
 
     def _target_ready_synthesizer(self, y):

@@ -150,7 +150,8 @@ def append_target(X, y):
     frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)).rename(columns=lambda j: f"x{j}")
     target = y.copy() if isinstance(y, pd.Series) else pd.Series(np.asarray(y))
     if target.ndim != 1 or len(target) != len(frame):
-        raise ValueError(f"X has {len(frame)} rows but y has shape {np.shape(y)}; y must be 1-D.")
+        # Neither length: both are the private record count.
+        raise ValueError("y must be 1-D with one entry per row of X.")
     name = target.name if target.name is not None else "target"
     if name in frame.columns:
         raise ValueError(f"y is named {name!r} but X already has such a column.")

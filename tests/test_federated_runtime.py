@@ -201,7 +201,8 @@ def test_party_data_are_checked_against_the_public_job(tmp_path):
         load_party_codes(frame, "p", ("a",), (2,), 3)
     with pytest.raises(ValueError, match="Party 'p': its data have no column"):
         load_party_codes(frame, "p", ("c",), (2,), 3)
-    with pytest.raises(ValueError, match="Party 'p': its data have shape"):
+    with pytest.raises(ValueError, match="Party 'p': its data are another number of rows than its roster; the job "
+                                         "expects 4 roster rows"):
         load_party_codes(frame, "p", ("a",), (3,), 4)
     np.save(tmp_path / "p.npy", np.array([[0.5], [1.0]]))
     with pytest.raises(ValueError, match="integer codes"):

@@ -16,6 +16,7 @@ from sklearn.base import clone
 from skdpsynth import Domain, HybridSynthesizer, SynthesisPipeline, TrainOnSynthetic
 from skdpsynth.federated import Federation, HybridPartition, ReplayFederation, combine
 from skdpsynth.federated.dmm import (
+    NOISE_MECHANISMS,
     exceeds_paper_bound,
     indicator_variance,
     measurement_variance,
@@ -218,7 +219,11 @@ def test_idmm_divides_the_variance_and_charges_e_times():
     part = HybridPartition.grid(40, ["a", "b", "c"], n_slices=2, column_groups=[["a", "c"], ["b"]], random_state=0)
     fed = Federation.from_codes(codes, dom, part, seed=4)
     ys = _monte_carlo(fed, ("a", "b"), 2.0, 8000, n_repeats=3)
-    assert ys.var(axis=0).mean() == pytest.approx((4 / 2.0) / 3, rel=0.06)
+    assert combine(fed.replies[-1], dom)[1] == pytest.approx((4 / 2.0) / 3)  # four shares of sigma^2 = 1/6
+    # The shares are discrete Gaussians, whose variance at sigma^2 = 1/6 is well below sigma^2 (0.0906).
+    k = np.arange(-30, 31)
+    weights = np.exp(-k**2 / (2 / 6))
+    assert ys.var(axis=0).mean() == pytest.approx(4 * (k**2 * weights).sum() / weights.sum(), rel=0.06)
     assert fed.replies[-1].zcdp_charged == pytest.approx(6.0)
     frame, sizes = bayes_net(3000)
     with pytest.warns(UserWarning, match="costs 3 times"):
@@ -254,7 +259,7 @@ def test_ledger_sums_to_rho_and_splits_each_call_among_the_slice_parties(fitted)
     assert ledger.total_rho() == pytest.approx(syn.rho_, rel=1e-12)
     assert syn.privacy_report_["rho_true"] == pytest.approx(syn.rho_, rel=1e-9)
     K = syn.partition_.n_slices
-    dmm = [e for e in ledger if e.mechanism == "gaussian (distributed)"]
+    dmm = [e for e in ledger if e.mechanism == NOISE_MECHANISMS[syn.protocol]]
     em = [e for e in ledger if e.mechanism == "exponential"]
     n_init = len(sizes) if syn.settings_["init"] == "oneway" else 0
     assert len(dmm) == len(syn.refined_workload_) + n_init + syn.n_rounds_

@@ -1,6 +1,7 @@
 """Tests of DPKBinsDiscretizer (skdpsynth.preprocessing.discretizer)."""
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -12,7 +13,8 @@ from sklearn.pipeline import Pipeline
 
 from skdpsynth.privacy import ReproducibleNoiseWarning
 from skdpsynth import MSTSynthesizer
-from skdpsynth.preprocessing.discretizer import DPKBinsDiscretizer, _bounds_threshold
+from skdpsynth.preprocessing import discretizer
+from skdpsynth.preprocessing.discretizer import DPKBinsDiscretizer, _bounds_threshold, _dp_quantile
 from skdpsynth.privacy import PrivacyLedger, PrivacyLeakWarning
 
 
@@ -159,7 +161,9 @@ def test_dp_quantiles_concentrate_and_spend_exactly_epsilon():
     np.testing.assert_allclose(edges[1:-1], [0.25, 0.5, 0.75], atol=10 / n + 5 * 0.005)
     led = disc.privacy_ledger_
     assert len(led) == k - 1
-    assert all(e.mechanism == "exponential" and e.sensitivity == 1.0 for e in led)
+    # The rank utility moves by max(q, 1 - q) under add/remove: the weights are calibrated to it.
+    assert [(e.mechanism, e.sensitivity) for e in led] == [("exponential", 0.75), ("exponential", 0.5),
+                                                           ("exponential", 0.75)]
     assert abs(led.total_epsilon() - eps) <= 1e-12
 
 
@@ -189,6 +193,67 @@ def test_quantile_one_bin_needs_no_budget():
     disc = DPKBinsDiscretizer(n_bins=1, strategy="quantile", bounds=(0, 4), epsilon=1.0).fit(X)
     assert len(disc.privacy_ledger_) == 0
     np.testing.assert_array_equal(disc.bin_edges_["a"], [0, 4])
+
+
+class _Spy(np.ndarray):
+    """Zeros standing in for the Gumbel noise of a Gumbel-max draw; they record what they are added to, which
+    is the mechanism's log-weight of every interval."""
+
+    seen: list = []
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        _Spy.seen.append(next(np.array(x, dtype=float) for x in inputs if not isinstance(x, _Spy)))
+        return getattr(ufunc, method)(*[np.asarray(x).view(np.ndarray) for x in inputs], **kwargs)
+
+
+def _quantile_log_density(data, q: float, eps: float, x: np.ndarray) -> np.ndarray:
+    """The exact log-density at ``x`` of one DP quantile over [0, 1], from the log-weights the mechanism
+    samples with: interval i (between consecutive points of 0, the sorted data, 1) has probability
+    w_i / sum(w), spread uniformly over its length."""
+    points = np.concatenate([[0.0], np.sort(np.asarray(data, dtype=float)), [1.0]])
+    _Spy.seen.clear()
+    _dp_quantile(points[1:-1], 0.0, 1.0, q, eps, np.random.default_rng(0))
+    (log_w,) = _Spy.seen
+    with np.errstate(divide="ignore", invalid="ignore"):  # empty intervals: never an output, never looked up
+        log_density = log_w - np.log(np.diff(points)) - np.logaddexp.reduce(log_w[np.isfinite(log_w)])
+    return log_density[np.searchsorted(points, x, side="right") - 1]
+
+
+def _quantile_privacy_loss(d, d_prime, q: float, eps: float) -> float:
+    """max over outputs x in [0, 1] of |log p_D(x) - log p_D'(x)|: both densities are constant between the
+    points of D and D', so their midpoints cover every output (a set of measure zero aside)."""
+    cuts = np.unique(np.concatenate([[0.0, 1.0], d, d_prime]))
+    x = (cuts[:-1] + cuts[1:]) / 2
+    return float(np.max(np.abs(_quantile_log_density(d, q, eps, x) - _quantile_log_density(d_prime, q, eps, x))))
+
+
+def test_dp_quantile_costs_exactly_the_epsilon_it_is_charged(monkeypatch):
+    """The exact privacy loss of one DP quantile over neighbouring data sets (one record added), computed from
+    its output density: never above the epsilon charged, and nearly reached.  The rank utility -|i - q n| moves
+    by max(q, 1 - q) under add/remove, so weights calibrated to a sensitivity of 1 spend only max(q, 1 - q) of
+    the epsilon charged (a median at half its budget)."""
+    monkeypatch.setattr(discretizer, "gumbel", lambda rng, shape: np.zeros(shape).view(_Spy))
+    eps = 2.0
+    grid = [0.0625, 0.25, 0.5, 0.75, 0.9375]
+    worst = {}
+    for q in (0.1, 0.25, 0.5, 0.75):
+        loss = 0.0
+        for n in range(4):
+            for d in itertools.combinations_with_replacement(grid, n):
+                for added in [0.0, 0.03, 0.6, 1.0] + grid:
+                    loss = max(loss, _quantile_privacy_loss(np.array(d), np.sort(np.r_[d, added]), q, eps))
+        assert loss <= eps * (1 + 1e-12), q
+        worst[q] = loss
+    # The median, D = {0.0625, 0.0625, 1, 1, 1} and a record added at 0.03: the loss is 0.9997 eps.
+    d = np.array([0.0625, 0.0625, 1.0, 1.0, 1.0])
+    assert _quantile_privacy_loss(d, np.sort(np.r_[d, 0.03]), 0.5, eps) > 0.99 * eps
+    # Beyond what the old calibration could spend (q = 0.1 needs larger data sets to come near eps).
+    assert all(worst[q] > max(q, 1 - q) * eps for q in (0.25, 0.5, 0.75))
+    monkeypatch.undo()
+    X = pd.DataFrame({"u": np.random.default_rng(8).uniform(0, 1, 50)})
+    disc = DPKBinsDiscretizer(n_bins=4, strategy="quantile", bounds=(0, 1), epsilon=1.5, random_state=0).fit(X)
+    assert [(e.epsilon, e.sensitivity) for e in disc.privacy_ledger_] == [(0.5, 0.75), (0.5, 0.5), (0.5, 0.75)]
+    assert disc.privacy_ledger_.total_epsilon() == pytest.approx(1.5, abs=1e-15)
 
 
 # -- inverse_transform -------------------------------------------------------------

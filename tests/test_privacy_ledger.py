@@ -386,6 +386,27 @@ def test_statement_without_delta_states_the_composition():
     assert _ledger(("pure", 0.5)).statement() == "0.5000-DP (pure)"
 
 
+def test_statement_without_delta_is_at_the_ledgers_own_delta():
+    """statement() states the guarantee at the ledger's own delta, as epsilon() and the repr do."""
+    synth = PrivacyLedger(zcdp_delta=1e-9)  # what a synthesizer given (1, 1e-9) records
+    synth.add("marginals", "gaussian", rho=cdp_rho(1.0, 1e-9))
+    assert synth.statement() == synth.statement(1e-9) == "(1.0000, 1e-09)-DP"
+    # A pipeline: category discovery's (eps, delta) entry and the synthesizer's; the deltas add up.
+    pipe = PrivacyLedger()
+    pipe.add("categories", "laplace-threshold", epsilon=0.05, delta=1e-9)
+    pipe.extend(synth)
+    assert pipe.delta == 2e-9
+    assert pipe.statement() == f"({pipe.epsilon():.4f}, 2e-09)-DP" == pipe.statement(2e-9)
+    assert repr(pipe).endswith(f"({pipe.epsilon():.6g}, 2e-09)-DP)")
+    # Only (eps, delta) entries: their own delta.  Pure entries only: pure, unless a delta is asked for.
+    approx = PrivacyLedger()
+    approx.add("categories", "laplace-threshold", epsilon=0.3, delta=1e-7)
+    assert approx.statement() == "(0.3000, 1e-07)-DP"
+    assert _ledger(("pure", 0.5)).statement() == "0.5000-DP (pure)"
+    # Unknown delta (zCDP entries without zcdp_delta): stated as it is.
+    assert PrivacyLedger(synth.entries).statement() == "0.0149731-zCDP"
+
+
 # -------------------------------------------------------------------- frame
 def test_to_frame():
     frame = mixed_ledger().to_frame()

@@ -305,9 +305,9 @@ def test_non_integer_floats_point_to_the_dp_discretizers(table):
 def test_values_outside_the_public_domain_are_a_clear_error(table):
     X, domain = table
     labelled = X.assign(race=np.where(X["sex"] == 1, "White", "Black"))
-    with pytest.raises(ValueError, match=r"'race' has values \['Black'\] not in its public categories"):
+    with pytest.raises(ValueError, match=r"'race' has values outside its public categories; declare them in domain="):
         make("mst", {**domain, "race": ["White", "Asian"]}).fit(labelled)
-    with pytest.raises(ValueError, match="'education-num' has codes in .* domain size is 10"):
+    with pytest.raises(ValueError, match=r"'education-num' has codes outside its public domain 0\.\.9 "):
         make("mst", {**domain, "education-num": 10}).fit(X)
     with pytest.raises(ValueError, match="not in the data"):
         make("mst", {**domain, "no-such-column": 3}).fit(X)
@@ -316,7 +316,7 @@ def test_values_outside_the_public_domain_are_a_clear_error(table):
     with pytest.raises(ValueError, match="'education-num' has missing values"):
         make("mst", domain).fit(holes)
     missing_race = labelled.assign(race=labelled["race"].where(X["sex"] == 1))
-    with pytest.raises(ValueError, match="'race' has missing values, not among its public categories"):
+    with pytest.raises(ValueError, match="'race' has missing values, which are not among its public categories"):
         make("mst", {**domain, "race": ["White", "Black"]}).fit(missing_race)
 
 

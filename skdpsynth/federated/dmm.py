@@ -10,16 +10,24 @@ composition across slices: disjoint people), so every call is ``ρ'``-zCDP.
 Two protocols turn the parties' answers into a noisy count vector:
 
 ``"secure_sum"`` (protocol A, default)
-    Each involved party adds a noise share ``N(0, 1/(2 e ρ_ij))`` to the
-    slice's exact count, which a secure-aggregation (secure inner-product)
-    primitive computes without revealing it.  This library *simulates* that
-    primitive in-process (:class:`~skdpsynth.federated.parties.Federation`);
-    the curator only ever receives the noisy sum.  Per-cell variance
-    ``V_A = Σ_i Σ_{j∈J_i} 1/(2 e ρ_ij)`` — public, exact.
+    Each involved party adds a noise share to the slice's exact count, which
+    a secure-aggregation (secure inner-product) primitive computes without
+    revealing it.  The share is an exact *discrete* Gaussian ``N_Z(0, σ_ij²)``
+    per cell, ``σ_ij² = 1/(2 e ρ_ij)`` (the distributed discrete Gaussian of
+    Kairouz, Liu & Steinke 2021): the party's count plus its share alone is
+    ``e ρ_ij``-zCDP (Canonne, Kamath & Steinke 2020), whatever the others
+    add, and the released counts are integers with exactly that noise.
+    This library *simulates* the primitive in-process
+    (:class:`~skdpsynth.federated.parties.Federation`) or runs it with real
+    cryptography; the curator only ever receives the noisy sum.  Per-cell
+    variance ``V_A = Σ_i Σ_{j∈J_i} 1/(2 e ρ_ij)`` — public; exact up to the
+    discrete Gaussian's variance being below its σ² (by a relative 2e-7 at
+    σ² = 1, see :func:`~skdpsynth.privacy.samplers.discrete_gaussian`), so
+    it is a tight upper bound.
 ``"indicator"`` (protocol B, the paper's text read literally)
     Each involved party releases its per-record one-hot matrix over ``A_ij``
-    plus ``N(0, 1/(2 e ρ_ij))`` noise on every entry; the curator multiplies
-    the matrices record by record and sums.  Unbiased but not Gaussian, and
+    plus continuous ``N(0, 1/(2 e ρ_ij))`` noise on every entry; the curator
+    multiplies the matrices record by record and sums.  Unbiased but not Gaussian, and
     its variance grows with the slice size ``R_i``; the mean per-cell
     variance ``V̄_B = (1/n_r) Σ_i R_i (∏_j (1 + n_{A_ij} σ_ij²) − 1)`` is
     public (the ID roster, hence ``R_i``, is public: spec G3).  With the
@@ -44,6 +52,7 @@ import numpy as np
 from ..domain import Domain
 
 __all__ = [
+    "NOISE_MECHANISMS",
     "PartyShare",
     "split_budget",
     "secure_sum_variance",
@@ -56,6 +65,10 @@ __all__ = [
 
 #: The cross-party measurement protocols :func:`measurement_variance` (and the synthesizer) accept.
 PROTOCOLS = ("secure_sum", "indicator")
+
+#: The mechanism each protocol's ledger entries name: protocol A's parties add exact discrete Gaussian shares,
+#: protocol B's parties continuous Gaussian noise to their (per-record) releases.
+NOISE_MECHANISMS = {"secure_sum": "discrete gaussian (distributed)", "indicator": "gaussian (distributed)"}
 
 
 @dataclass(frozen=True)
@@ -117,7 +130,10 @@ def split_budget(partition, domain: Domain, attrs: Sequence[str], rho: float) ->
 
 
 def secure_sum_variance(shares: list[list[PartyShare]], n_repeats: int = 1) -> float:
-    """Exact per-cell variance of protocol A: ``Σ_i Σ_j 1 / (2 e ρ_ij)``.
+    """Per-cell variance of protocol A, ``Σ_i Σ_j 1 / (2 e ρ_ij)``: the sum of the shares' σ².
+
+    Exact for σ² ≥ 1 up to a relative 2e-7 (a discrete Gaussian's variance
+    is below its σ²), an upper bound below.
 
     Examples
     --------

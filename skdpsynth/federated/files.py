@@ -47,6 +47,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..domain import Domain
+from .party_job import PartyJob
 from .runtime import CURATOR, FederatedData, PartyHost, PartyServer, _Backend
 from .wire import MessageError, unpack
 
@@ -427,12 +428,14 @@ def answer_requests(job: dict, name: str, data, exchange, state_folder, *, noise
     exchange = Path(exchange)
     state = _PartyState(state_folder, name)
     server = PartyServer(name, data, noise=noise, private_key=bytes.fromhex(state.state["private_key"]),
-                         max_rho=cdp_rho(job["epsilon"], job["delta"]))
+                         max_rho=cdp_rho(job["epsilon"], job["delta"]),
+                         job=PartyJob.from_partition(job["domain"], job["partition"], name))
     server.spent_rho = float(state.state["spent_rho"])
     if state.state["setup"] is not None:
         server.handle(bytes.fromhex(state.state["setup"]))   # restore: the same keys and job as at setup
         server.spent_rho = float(state.state["spent_rho"])
         server.pending_product = state.state.get("pending_product")
+        server.peer_keys = dict(state.state.get("peer_keys", {}))
     answered = 0
     for request_path in sorted(exchange.glob(f"round-*.{name}.request")):
         round_ = int(request_path.name.split(".")[0].split("-")[1])
@@ -440,29 +443,16 @@ def answer_requests(job: dict, name: str, data, exchange, state_folder, *, noise
         if reply_path.exists():
             continue
         request = request_path.read_bytes()
+        reply = server.handle(request)       # the server refuses a setup for another job than its own
         if unpack(request, kinds=("Request",), sender=CURATOR).fields.get("op") == "setup":
-            _check_setup(job, specs[name], request)
             state.state["setup"] = request.hex()
-        reply = server.handle(request)
         state.state["spent_rho"] = server.spent_rho
         state.state["pending_product"] = server.pending_product
+        state.state["peer_keys"] = server.peer_keys
         state.save()
         _atomic_write(reply_path, reply)
         answered += 1
     return answered
-
-
-def _check_setup(job: dict, spec, request: bytes) -> None:
-    """A party answers a setup only for the job it agreed to."""
-    fields = unpack(request, kinds=("Request",), sender=CURATOR).fields
-    domain = fields.get("domain", {})
-    if list(domain.get("attrs", [])) != list(job["domain"].attrs) or \
-            [int(s) for s in domain.get("sizes", [])] != [int(s) for s in job["domain"].shape]:
-        raise MessageError(CURATOR, "the setup's domain differs from the job description's.")
-    own = fields.get("spec", {})
-    if (own.get("name"), list(own.get("columns", [])), own.get("n_rows")) != \
-            (spec.name, list(spec.columns), spec.n_rows):
-        raise MessageError(CURATOR, f"the setup describes party {spec.name!r} otherwise than the job description.")
 
 
 def is_done(exchange) -> bool:

@@ -33,8 +33,10 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from ..domain import Domain
+from ..privacy.samplers import discrete_gaussian
 from .dmm import PROTOCOLS, split_budget
 from .messages import MeasurementReply, NoisyIndicators, NoisyLocalMarginal, SliceCount
+from .party_job import PartyJob
 
 __all__ = ["Party", "Federation", "ReplayFederation", "SECURE_COMPUTATIONS"]
 
@@ -71,6 +73,36 @@ def _from_product_layout(matrix: np.ndarray, domain: Domain, r: tuple, first: tu
     return arr.transpose([order.index(a) for a in r]).ravel()
 
 
+def _noise_share(variance: float, size: int, rng) -> np.ndarray:
+    """One party's protocol-A noise share: ``size`` exact discrete Gaussian draws N_Z(0, σ²), σ² = ``variance``.
+
+    Protocol A's noise is distributed: every involved party of a slice adds
+    its own share to the slice's count (Kairouz, Liu & Steinke 2021, the
+    distributed discrete Gaussian).  The accounting rests on each share
+    alone: the party's count vector has L2 sensitivity 1, so count plus its
+    share is ``1 / (2 variance)``-zCDP (Canonne, Kamath & Steinke 2020), and
+    the other parties' independent shares are post-processing of it.  Each
+    slice is charged the sum of its parties' shares' costs, the call's ρ'
+    (the RandDPGen paper's split, Algorithm 1 line 6 and Section 5.1).  Integer
+    shares keep the released counts integers with exactly this distribution
+    (no floating-point noise, Mironov 2012) and pass through the secure
+    aggregation's fixed-point ring exactly.  The draws come from
+    :func:`~skdpsynth.privacy.samplers.discrete_gaussian` (CKS Algorithm 3):
+    the OS CSPRNG for a party drawing its own noise
+    (:class:`~skdpsynth.privacy.SystemRandomGenerator`), else ``rng``'s
+    reproducible stream.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.federated.parties import _noise_share
+    >>> share = _noise_share(4.0, 5, np.random.default_rng(0))
+    >>> share.dtype, share.shape
+    (dtype('int64'), (5,))
+    """
+    return discrete_gaussian(variance, size, random_state=rng)
+
+
 class Party:
     """One data holder: the records of one slice, restricted to its columns.
 
@@ -102,8 +134,8 @@ class Party:
     def __init__(self, spec, codes: np.ndarray, domain: Domain):
         codes = np.asarray(codes)
         if codes.shape != (len(spec.rows), len(spec.columns)):
-            raise ValueError(f"Party {spec.name!r}: codes of shape {codes.shape}, expected "
-                             f"{(len(spec.rows), len(spec.columns))}.")
+            raise ValueError(f"Party {spec.name!r}: its codes are not a table of its {len(spec.rows)} roster rows "
+                             f"by its {len(spec.columns)} columns.")  # not their shape: it may be a private count
         self.name = spec.name
         self.slice = spec.slice
         self.columns = tuple(spec.columns)
@@ -151,11 +183,12 @@ class Party:
 
         Its part of every record's cell index in the marginal (the primitive
         adds the parties' parts record by record and counts) and its noise
-        share ``N(0, variance)`` per cell.  A real deployment computes the
+        share (an exact discrete Gaussian of parameter σ² = ``variance`` per
+        cell, see :func:`_noise_share`).  A real deployment computes the
         noisy slice count with a secure multi-party inner-product protocol;
         this library simulates that functionality in :class:`Federation`.
         """
-        return self._flat(attrs, strides), rng.normal(0.0, np.sqrt(variance), n_cells)
+        return self._flat(attrs, strides), _noise_share(variance, n_cells, rng)
 
     # -- protocol A with real cryptography (Federation(secure_computation="cryptographic")) ----------------
     def setup_secure(self, session: bytes, private_key: bytes | None = None) -> bytes:
@@ -182,10 +215,10 @@ class Party:
         """Protocol A, a slice where this party holds all of ``r``: its marginal plus its noise share.
 
         The same noise draw as :meth:`secure_sum_input`; the result is already
-        the DP slice count (no cryptography needed).
+        the DP slice count (no cryptography needed), integer-valued.
         """
-        counts = np.bincount(self._flat(attrs, strides), minlength=n_cells).astype(float)
-        return counts + rng.normal(0.0, np.sqrt(variance), n_cells)
+        counts = np.bincount(self._flat(attrs, strides), minlength=n_cells)
+        return (counts + _noise_share(variance, n_cells, rng)).astype(float)
 
     def product_masked_input(self, message, attrs: tuple[str, ...], *, ledger=None) -> np.ndarray:
         """Secure product, step 2: take the dealer's seed, return ``V − A`` (or ``V − B``) for the other party.
@@ -206,8 +239,9 @@ class Party:
                       round_id: int, participants: Sequence[str]):
         """Secure product, steps 3–4: this party's share plus its noise, masked for secure aggregation.
 
-        The noise share is ``N(0, variance)`` per cell of ``r`` (the same draw
-        as :meth:`secure_sum_input`), laid out as the ``d1 × d2`` product
+        The noise share is :func:`_noise_share` per cell of ``r`` (the same draw
+        as :meth:`secure_sum_input`; integers, which the fixed-point encoding
+        represents exactly), laid out as the ``d1 × d2`` product
         matrix over ``(first, second)``, the two parties' attributes.
         Returns the :class:`~skdpsynth.federated.secure_aggregation.MaskedInput`
         sent to the curator (uniform on its own).
@@ -215,7 +249,7 @@ class Party:
         if self._product is None:
             raise RuntimeError(f"Party {self.name!r} has no product in progress.")
         product, self._product = self._product, None
-        noise = rng.normal(0.0, np.sqrt(variance), self._domain.size(r))
+        noise = _noise_share(variance, self._domain.size(r), rng)
         share = product.share(other_masked, _to_product_layout(noise, self._domain, r, first, second))
         return self._secure.mask_encoded(share, public_keys, round_id, participants=list(participants))
 
@@ -259,19 +293,22 @@ class Federation:
           masked by pairwise secure aggregation
           (:mod:`~skdpsynth.federated.secure_aggregation`).  The curator
           sees the public keys, the masked shares (uniform one by one) and
-          their sum, i.e. only the noisy slice count, up to fixed-point
-          rounding of the noise (``≤ 2^-25`` per share and cell).  Three or
+          their sum, i.e. only the noisy slice count (exactly: counts and
+          noise shares are integers, which the fixed-point encoding holds
+          without rounding).  Three or
           more parties sharing ``r`` in one slice raise
           :class:`NotImplementedError` (the product covers two parties).
-          Trust model: semi-honest parties and curator, the curator not
-          colluding with any party (it knows the triples, so with one party
+          Trust model: semi-honest parties; a curator that may deviate in
+          its requests (each party derives every layout from its own copy
+          of the public job, :mod:`~skdpsynth.federated.party_job`) but does
+          not collude with any party (it knows the triples, so with one party
           it would learn the other's data); public keys are not
           authenticated and party dropouts abort the call.  Every party gets
           one X25519 key pair per federation (session id from
           :func:`os.urandom`), each ``measure`` call is a fresh aggregation
           round, and every product a fresh triple.  The noise shares are the
-          very draws of the simulated mode (same seeds), so both modes agree
-          up to that rounding; each party draws its share itself, but the
+          very draws of the simulated mode (same seeds), so both modes
+          release the same counts; each party draws its share itself, but the
           seeds derive from the public ``seed`` (reproducibility), so a real
           deployment must give every party a private seed instead.  The parties' work runs sequentially in this
           process (``n_jobs`` is not used for it: key holders cannot be
@@ -328,7 +365,9 @@ class Federation:
         self.noise_modes: dict = {}
         if secure_computation == "cryptographic" and backend is None:
             from .runtime import LocalBackend, PartyServer
-            backend = LocalBackend(servers={p.name: PartyServer.from_party(p) for p in self.parties})
+            backend = LocalBackend(servers={
+                p.name: PartyServer.from_party(p, job=PartyJob.from_partition(domain, partition, p.name))
+                for p in self.parties})
         self.backend = backend
         if backend is not None:
             self._setup()
@@ -408,13 +447,11 @@ class Federation:
         secure_aggregation, _ = _crypto_modules()
         self._curator = secure_aggregation.SecureAggregationParty(CURATOR, self._session,
                                                                   private_key=self._curator_private_key)
-        domain = {"attrs": list(self.domain.attrs), "sizes": [int(s) for s in self.domain.shape]}
         requests = {
             name: self._request(op="setup", session=self._session.hex(), curator_key=self._curator.public_key.hex(),
-                                number=self._number[name], seed=self.seed, domain=domain,
-                                spec={"name": name, "slice": int(spec.slice), "index": int(spec.index),
-                                      "n_rows": int(spec.n_rows), "columns": list(spec.columns)})
-            for name, spec in self._specs.items()}
+                                number=self._number[name], seed=self.seed,
+                                **PartyJob.from_partition(self.domain, self.partition, name).setup_fields())
+            for name in self._specs}
         for name, data in self.backend.call(requests).items():
             packet = unpack(data, kinds=("PublicKey",), sender=name)
             try:
@@ -494,16 +531,13 @@ class Federation:
         from .wire import from_bytes
 
         _, secure_product = _crypto_modules()
-        shape = self.domain.shape_of(r)
-        strides = {a: int(np.prod(shape[k + 1:])) for k, a in enumerate(r)}
-        n_cells = self.domain.size(r)
         slices = [shares for shares in split_budget(self.partition, self.domain, r, rho) if shares]
         requests, expected, products = {}, {}, []
         for shares in slices:
             variances = [1.0 / (2.0 * n_repeats * s.rho) for s in shares]
             if protocol == "secure_sum" and len(shares) == 2:
-                products.append(self._product_open(shares, variances, {s.party: n_repeats * s.rho for s in shares}, call,
-                                                    requests, secure_product))
+                products.append(self._product_open(r, shares, variances, {s.party: n_repeats * s.rho for s in shares},
+                                                    call, requests, secure_product))
                 continue
             if protocol == "secure_sum" and len(shares) > 2:
                 raise NotImplementedError(
@@ -517,9 +551,8 @@ class Federation:
                     kind, message_kind = "local_marginal", "NoisyLocalMarginal"
                 else:
                     kind, message_kind = "indicators", "NoisyIndicators"
-                requests[s.party] = self._request(
-                    op="measure", kind=kind, attrs=list(s.attrs), r=list(r), strides=[strides[a] for a in s.attrs],
-                    n_cells=n_cells, variance=v, rho=n_repeats * s.rho, call=call)
+                requests[s.party] = self._request(op="measure", kind=kind, attrs=list(s.attrs), r=list(r),
+                                                  variance=v, rho=n_repeats * s.rho, call=call)
                 expected[s.party] = ({"sender": s.party, "kind": message_kind, "attrs": r if kind == "count"
                                       else s.attrs, "rho": n_repeats * s.rho}, s)
         replies = self.backend.call(requests) if requests else {}
@@ -550,7 +583,8 @@ class Federation:
         return tuple(hmac.new(self._dealer_secret, f"{role}|{call}|{slice_}".encode(), hashlib.sha256).digest()
                      for role in ("A", "B"))
 
-    def _product_open(self, shares, variances, rhos: dict, call: int, requests: dict, secure_product) -> tuple:
+    def _product_open(self, r: tuple, shares, variances, rhos: dict, call: int, requests: dict,
+                      secure_product) -> tuple:
         """Secure product, step 1: the dealer's sealed triple seed to each of the two parties."""
         from .runtime import DEALER_PURPOSE
         from .secure_aggregation import seal
@@ -565,7 +599,7 @@ class Federation:
             key = self._curator.pairwise_key(s.party, self._public_keys[s.party], purpose=DEALER_PURPOSE)
             nonce, box = seal(key, triple.seed, f"dealer|{call}|{s.party}".encode())
             requests[s.party] = self._request(
-                {"sealed_seed": box}, op="product_open", call=call, attrs=list(s.attrs), peer=peer.party,
+                {"sealed_seed": box}, op="product_open", call=call, r=list(r), attrs=list(s.attrs), peer=peer.party,
                 peer_key=self._public_keys[peer.party].hex(), nonce=nonce.hex(),
                 triple={"role": triple.role, "n": triple.n, "d1": triple.d1, "d2": triple.d2,
                         "scale_bits": triple.scale_bits})
@@ -625,7 +659,8 @@ class Federation:
         for i in slices:
             members = [(s, v, out) for (s, v), out in zip(plan, outputs) if s.slice == i]
             index = sum(out[0] for _, _, out in members)
-            noisy = np.bincount(index, minlength=n_cells).astype(float) + sum(out[1] for _, _, out in members)
+            noise = sum(out[1] for _, _, out in members)  # integer shares: the sum is exact
+            noisy = (np.bincount(index, minlength=n_cells) + noise).astype(float)
             parts.append(SliceCount(i, r, noisy, float(sum(v for _, v, _ in members)),
                                     {s.party: n_repeats * s.rho for s, _, _ in members}))
         return tuple(parts)

@@ -489,24 +489,25 @@ class HybridPartition:
         columns = _column_list(columns)
         n_rows = _count(n_rows, "n_rows", 0)
 
-        # rows: in range, and every row in some slice (no row is in two slices
-        # by construction)
-        for i, rows in enumerate(self._slices):
-            if rows[-1] >= n_rows:
-                bad = int(rows[rows >= n_rows][0])
-                raise ValueError(
-                    f"Row position {bad} of slice {i} (held by {self._party_list(i)}) is out of "
-                    f"range for a table with {n_rows} rows."
-                )
+        # rows: in range, and every row in some slice (no row is in two slices by construction).
+        # n_rows may be the length of private data (a table the partition is checked against): the messages
+        # quote only what the partition alone determines (public, like the roster), never n_rows or anything
+        # chosen by it (the first out-of-range position of a contiguous roster would be n_rows itself).
+        end = max(int(rows[-1]) for rows in self._slices) + 1
+        if end > n_rows:
+            raise ValueError(
+                f"The partition's roster has row positions up to {end - 1}, out of range: the table has fewer "
+                "rows than the roster. Give the table one row per roster position."
+            )
         covered = np.zeros(n_rows, dtype=bool)
         for rows in self._slices:
             covered[rows] = True
         missing = np.flatnonzero(~covered)
         if missing.size:
-            raise ValueError(
-                f"{missing.size} row(s) are in no slice (e.g. row {_short(missing.tolist(), 5)}); "
-                "every row of X must belong to exactly one slice."
-            )
+            holes = missing[missing < end]  # positions the partition itself skips: public
+            where = (f"the partition skips row position(s) {_short(holes.tolist(), 5)}" if holes.size else
+                     "the table has more rows than the partition's roster")
+            raise ValueError(f"Some rows are in no slice: {where}; every row of X must belong to exactly one slice.")
 
         # columns, slice by slice
         known = set(columns)
@@ -742,7 +743,9 @@ class HybridPartition:
         n_rows = _count(n_rows, "n_rows", 1)
         n_slices = _count(n_slices, "n_slices", 1)
         if n_slices > n_rows:
-            raise ValueError(f"Cannot split {n_rows} rows into {n_slices} non-empty slices.")
+            # Not n_rows: a recipe's roster is simulated from the table, whose length is the private count.
+            raise ValueError(f"Cannot split the rows into n_slices={n_slices} non-empty slices: there are fewer "
+                             "rows than slices.")
         columns = _column_list(columns)
         if column_groups is not None and n_vertical is not None:
             raise ValueError("Pass either column_groups or n_vertical, not both.")

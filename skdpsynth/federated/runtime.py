@@ -23,8 +23,10 @@ Every backend carries the same bytes, so a fit is the same whichever runs it.
 parties' hosts; ``HybridSynthesizer().fit(FederatedData(...))`` fits without
 the records ever entering the curator's process.
 
-Trust model.  Parties and curator are semi-honest; the curator does not
-collude with a party.  Party-to-party data (the secure product's masked
+Trust model.  Parties are semi-honest; the curator may deviate in the
+requests it writes, so a party derives every layout from its own copy of the
+public job (:mod:`~skdpsynth.federated.party_job`) and refuses anything else.
+The curator does not collude with a party.  Party-to-party data (the secure product's masked
 inputs) and the curator's triple seeds travel *sealed* (ChaCha20-Poly1305
 under pairwise X25519 + HKDF keys), relayed by the curator, so whoever
 carries the bytes learns nothing from them.  Public keys are not
@@ -55,6 +57,7 @@ from ..domain import Domain
 from ..privacy import warn_privacy_leak
 from ..privacy.randomness import SystemRandomGenerator
 from .messages import SliceCount
+from .party_job import PartyJob
 from .wire import MessageError, pack, to_bytes, unpack
 
 __all__ = [
@@ -62,6 +65,7 @@ __all__ = [
     "NOISE_MODES",
     "PartyHost",
     "PartyServer",
+    "PartyDataError",
     "LocalBackend",
     "ProcessBackend",
     "DaskBackend",
@@ -164,12 +168,15 @@ def load_party_codes(source, name: str, columns: tuple, sizes: tuple, n_rows: in
 
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        if path.endswith(".npy"):
-            data = np.load(path, allow_pickle=False)
-        elif path.endswith(".csv"):
-            data = pd.read_csv(path)
-        else:
+        if not path.endswith((".npy", ".csv")):
             raise ValueError(f"Party {name!r}: unsupported data file {path!r}; use .csv or .npy.")
+        try:
+            data = np.load(path, allow_pickle=False) if path.endswith(".npy") else pd.read_csv(path)
+        except (ValueError, EOFError):  # the readers' words quote line numbers, sizes or bytes of the data
+            data = None
+        if data is None:  # raised outside the handler, so that no chained exception carries their words
+            raise ValueError(f"Party {name!r}: its data file {path!r} cannot be read as a "
+                             f"{'NumPy array' if path.endswith('.npy') else 'CSV table with a header line'}.")
     elif callable(source):
         data = source()
     else:
@@ -181,8 +188,12 @@ def load_party_codes(source, name: str, columns: tuple, sizes: tuple, n_rows: in
         data = data[list(columns)].to_numpy()
     data = np.asarray(data)
     if data.ndim != 2 or data.shape != (n_rows, len(columns)):
-        raise ValueError(f"Party {name!r}: its data have shape {data.shape}; the job expects "
-                         f"{(n_rows, len(columns))} ({n_rows} roster rows, columns {list(columns)}).")
+        # What the public job expects, never the data's own shape: its number of rows is private, and this
+        # text may reach the curator (the process and dask backends carry a party's exception back).
+        wrong = ("not a 2-D table" if data.ndim != 2 else
+                 "another number of rows than its roster" if data.shape[0] != n_rows else "another number of columns")
+        raise ValueError(f"Party {name!r}: its data are {wrong}; the job expects {n_rows} roster rows and the "
+                         f"columns {list(columns)}.")
     if data.dtype.kind not in "iub":
         if data.dtype.kind == "f" and np.isfinite(data).all() and (data == np.round(data)).all():
             data = data.astype(np.int64)
@@ -238,6 +249,27 @@ class PartyHost:
 
 
 # --------------------------------------------------------------------------- the party's server
+class PartyDataError(ValueError):
+    """The party's own data do not fit the public job (the text names the party and column, never a value).
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.runtime import PartyDataError
+    >>> issubclass(PartyDataError, ValueError)
+    True
+    """
+
+
+_REQUEST_FIELDS = {
+    "setup": frozenset({"op", "session", "curator_key", "number", "seed", "domain", "spec", "slice_parties"}),
+    "measure": frozenset({"op", "kind", "attrs", "r", "variance", "rho", "call"}),
+    "product_open": frozenset({"op", "call", "r", "attrs", "peer", "peer_key", "nonce", "triple"}),
+    "product_share": frozenset({"op", "call", "r", "first", "second", "variance", "round_id", "participants",
+                                "public_keys", "peer", "nonce", "shape"}),
+}
+"""Every field a request of each operation may carry; a request with any other field is refused."""
+
+
 class PartyServer:
     """One party's side of the protocol: its records, its keys, and the answers to the curator's requests.
 
@@ -246,7 +278,7 @@ class PartyServer:
     name : str
         The party's name in the partition.
     source : see :class:`PartyHost`
-        Read at the ``setup`` request, against the public job it carries.
+        Read at the ``setup`` request, against the public job.
     noise : {"private", "curator"}, default="private"
         See :class:`PartyHost`.
     private_key : bytes, optional
@@ -255,15 +287,30 @@ class PartyServer:
         by default a fresh one from the OS at setup.
     max_rho : float, optional
         The party's own guard: refuse any request that would take its total
-        zCDP (``1 / (2 σ²)`` per answer, from the noise it is asked to add)
-        above this budget.
+        zCDP (``1 / (2 σ²)`` per answer, from the noise it adds) above this
+        budget.
+    job : PartyJob, optional
+        The party's own copy of the public job (domain, its roster entry, its
+        slice's columns), from a channel it trusts, e.g.
+        :meth:`PartyJob.from_partition <skdpsynth.federated.party_job.PartyJob.from_partition>`
+        on the job description.  A setup that describes another job is
+        refused.  Without it, the first setup's job is pinned.
 
     Notes
     -----
     :meth:`handle` is the only entry point: bytes in (a request packet from
-    the curator), bytes out (a DP message or a protocol packet).  Every
-    request is validated (format, sender, operation, fields); anything else
-    raises :class:`~skdpsynth.federated.wire.MessageError`.
+    the curator), bytes out (a DP message or a protocol packet).  The party
+    trusts nothing the curator sends beyond the marginal's attribute names,
+    the noise variance and protocol material (keys, sealed data): every
+    layout (the columns it counts, cell strides, the number of cells, a
+    product's dimensions) is derived from its job (see
+    :mod:`~skdpsynth.federated.party_job`), so its noise always covers
+    exactly the cells it counts, and its guard charges the answer it sends.
+    A request with unknown fields, a layout other than the derived one, or
+    a budget claim that does not match its noise is refused with a
+    :class:`~skdpsynth.federated.wire.MessageError`; any other failure is
+    reported to the curator without its text (which could describe the
+    data), and kept in :attr:`last_error` for the party's operator.
 
     Examples
     --------
@@ -282,25 +329,30 @@ class PartyServer:
     """
 
     def __init__(self, name: str, source, *, noise: str = "private", private_key: bytes | None = None,
-                 max_rho: float | None = None):
+                 max_rho: float | None = None, job: PartyJob | None = None):
         if noise not in NOISE_MODES:
             raise ValueError(f"noise must be one of {NOISE_MODES}, got {noise!r}.")
+        if job is not None:
+            job.check(name)
         self.name = name
         self.noise = noise
         self.max_rho = None if max_rho is None else float(max_rho)
         self.spent_rho = 0.0
+        self.job = job
+        self.last_error: BaseException | None = None
         self._private_key = private_key
         self._source = source
         self.party = None
         self._seed = None
         self._number = None
         self._curator_key = None
+        self.peer_keys: dict = {}     # peer -> its public key (hex), pinned at first sight (persisted by the file role)
         self.pending_product = None  # the open secure product (its triple seed is secret: private state)
 
     @classmethod
-    def from_party(cls, party, *, noise: str = "curator") -> "PartyServer":
+    def from_party(cls, party, *, noise: str = "curator", job: PartyJob | None = None) -> "PartyServer":
         """A server around an in-process :class:`~skdpsynth.federated.Party` (the local backend)."""
-        server = cls(party.name, None, noise=noise)
+        server = cls(party.name, None, noise=noise, job=job)
         server.party = party
         return server
 
@@ -324,22 +376,53 @@ class PartyServer:
                    "product_share": self._product_share}.get(op)
         if handler is None:
             raise MessageError(CURATOR, f"unknown request operation {op!r} for party {self.name!r}.")
+        unknown = set(packet.fields) - _REQUEST_FIELDS[op]
+        if unknown:
+            raise MessageError(CURATOR, f"a {op!r} request to party {self.name!r} carries fields {sorted(unknown)} "
+                                        "that no such request has.")
         if op != "setup" and self._number is None:
             raise MessageError(CURATOR, f"party {self.name!r} got {op!r} before its setup.")
         try:
             return handler(packet.fields, packet.arrays)
-        except (KeyError, TypeError) as exc:
-            raise MessageError(CURATOR, f"request {op!r} to party {self.name!r} is malformed ({exc!r}).") from None
+        except (MessageError, PartyDataError):
+            raise
+        except (KeyError, TypeError, AttributeError):
+            raise MessageError(CURATOR, f"request {op!r} to party {self.name!r} is malformed (a field is missing "
+                                        "or of the wrong type).") from None
+        except Exception as exc:
+            # Numerical and protocol errors can quote sizes or codes of the party's data: the curator gets none.
+            self.last_error = exc
+            raise MessageError(CURATOR, f"party {self.name!r} could not answer the {op!r} request (its operator "
+                                        "sees why in PartyServer.last_error).") from None
 
     def _spend(self, variance: float) -> None:
         """Charge the party's own budget for an answer with noise variance ``variance`` (refuse beyond it)."""
-        if not (math.isfinite(variance) and variance > 0):
-            raise MessageError(CURATOR, f"request to party {self.name!r} asks for noise variance {variance!r}.")
         rho = 1.0 / (2.0 * variance)
         if self.max_rho is not None and self.spent_rho + rho > self.max_rho * (1 + 1e-9):
             raise MessageError(CURATOR, f"party {self.name!r} refuses: the request would take its spending to "
                                         f"rho={self.spent_rho + rho:.6g}, above its budget {self.max_rho:.6g}.")
         self.spent_rho += rho
+
+    def _variance(self, fields: dict) -> float:
+        """The request's noise variance, and its budget claim (if any) checked against it."""
+        variance = fields["variance"]
+        if isinstance(variance, bool) or not isinstance(variance, (int, float)) or \
+                not (math.isfinite(variance) and variance > 0):
+            raise MessageError(CURATOR, f"request to party {self.name!r} asks for noise variance {variance!r}.")
+        variance = float(variance)
+        if "rho" in fields:
+            rho = fields["rho"]
+            if isinstance(rho, bool) or not isinstance(rho, (int, float)) or \
+                    not math.isclose(float(rho), 1.0 / (2.0 * variance), rel_tol=1e-9):
+                raise MessageError(CURATOR, f"request to party {self.name!r} claims rho={rho!r}, which its noise "
+                                            f"variance {variance!r} does not give (1/(2 variance)).")
+        return variance
+
+    @staticmethod
+    def _count(value, what: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise MessageError(CURATOR, f"{what} {value!r} is not a non-negative integer.")
+        return value
 
     def _rng(self, call: int) -> np.random.Generator:
         if self.noise == "curator":
@@ -351,23 +434,26 @@ class PartyServer:
         from .parties import Party
         from .partition import PartySpec
 
-        spec = fields["spec"]
-        if spec["name"] != self.name:
-            raise MessageError(CURATOR, f"setup for party {spec['name']!r} reached party {self.name!r}.")
-        domain = Domain(list(fields["domain"]["attrs"]), [int(s) for s in fields["domain"]["sizes"]])
-        columns, n_rows = tuple(spec["columns"]), int(spec["n_rows"])
-        if not set(columns) <= set(domain.attrs):
-            raise MessageError(CURATOR, f"setup for party {self.name!r} names columns outside the domain.")
-        sizes = tuple(domain[c] for c in columns)
+        offered = PartyJob.from_setup(self.name, fields)
+        if self.job is None:
+            self.job = offered               # pinned: a later setup must describe the same job
+        elif offered != self.job:
+            differ = self.job.differences(offered)
+            raise MessageError(CURATOR, f"the setup's {' and '.join(differ)} {'differs' if len(differ) == 1 else 'differ'}"
+                                        f" from the job description of party {self.name!r}.")
+        job = self.job
         if self.party is None:
-            codes = load_party_codes(self._source, self.name, columns, sizes, n_rows)
-            rows = np.arange(n_rows)  # positions in the slice's roster: public, only their number matters here
-            self.party = Party(PartySpec(int(spec["slice"]), int(spec["index"]), self.name, rows, columns),
-                               codes, domain)
-        elif tuple(self.party.columns) != columns or self.party.n_rows != n_rows:
+            sizes = tuple(job.domain[c] for c in job.columns)
+            try:
+                codes = load_party_codes(self._source, self.name, job.columns, sizes, job.n_rows)
+            except ValueError as exc:
+                raise PartyDataError(str(exc)) from None
+            rows = np.arange(job.n_rows)  # positions in the slice's roster: public, only their number matters here
+            self.party = Party(PartySpec(job.slice, job.index, self.name, rows, job.columns), codes, job.domain)
+        elif tuple(self.party.columns) != job.columns or self.party.n_rows != job.n_rows:
             raise MessageError(CURATOR, f"setup for party {self.name!r} describes another slice or columns.")
-        self.party._domain = domain
-        self._number = int(fields["number"])
+        self.party._domain = job.domain
+        self._number = self._count(fields["number"], "the party's number")
         self._seed = fields.get("seed")
         if self.noise == "curator" and not isinstance(self._seed, int):
             raise MessageError(CURATOR, f"party {self.name!r} uses the curator's noise seed, but none was sent.")
@@ -377,36 +463,57 @@ class PartyServer:
         return pack("PublicKey", sender=self.name, fields={"key": _hex(public_key), "noise": self.noise})
 
     def _measure(self, fields: dict, arrays: dict) -> bytes:
-        kind, attrs = fields["kind"], tuple(fields["attrs"])
-        variance, rho, rng = float(fields["variance"]), float(fields["rho"]), self._rng(fields["call"])
-        self._spend(variance)
+        kind, job = fields["kind"], self.job
+        r = job.marginal(fields["r"])
+        attrs = job.check_attrs(r, fields["attrs"])
+        variance = self._variance(fields)
+        rho = 1.0 / (2.0 * variance)
+        rng = self._rng(self._count(fields["call"], "the call number"))
         if kind == "count":
-            r = tuple(fields["r"])
-            values = self.party.local_noisy_count(attrs, fields["strides"], int(fields["n_cells"]), variance, rng)
+            strides, n_cells = job.count_layout(r)
+            self._spend(variance)
+            values = self.party.local_noisy_count(attrs, strides, n_cells, variance, rng)
             message = SliceCount(self.party.slice, r, values, variance, {self.name: rho})
-        elif kind == "local_marginal":
-            message = self.party.noisy_local_marginal(attrs, variance, rho, rng)
-        elif kind == "indicators":
-            message = self.party.noisy_indicators(attrs, variance, rho, rng)
+        elif kind in ("local_marginal", "indicators"):
+            if kind == "local_marginal":
+                job.count_layout(r)          # the shortcut is for a party holding all of r
+            self._spend(variance)
+            release = self.party.noisy_local_marginal if kind == "local_marginal" else self.party.noisy_indicators
+            message = release(attrs, variance, rho, rng)
         else:
             raise MessageError(CURATOR, f"unknown measurement kind {kind!r}.")
         return to_bytes(message, sender=self.name)
 
+    def _peer_key(self, peer: str, key_hex) -> bytes:
+        """The peer's public key, pinned at first sight: the curator cannot swap it within a session."""
+        key = _unhex(CURATOR, key_hex, "peer_key")
+        if bytes.fromhex(self.peer_keys.setdefault(peer, key.hex())) != key:
+            raise MessageError(CURATOR, f"party {self.name!r} was sent another public key for {peer!r} than before.")
+        return key
+
     def _product_open(self, fields: dict, arrays: dict) -> bytes:
         from . import secure_aggregation
-        from .secure_product import TripleSeed
+        from .secure_product import DEFAULT_SCALE_BITS, TripleSeed
 
-        call, peer = int(fields["call"]), fields["peer"]
+        call, peer, t = self._count(fields["call"], "the call number"), fields["peer"], fields["triple"]
+        r = self.job.marginal(fields["r"])
+        attrs = self.job.check_attrs(r, fields["attrs"])
+        role = t["role"]
+        first, second, n, d1, d2 = self.job.product_layout(r, role, peer)
+        if (t["n"], t["d1"], t["d2"], t["scale_bits"]) != (n, d1, d2, DEFAULT_SCALE_BITS) or set(t) != \
+                {"role", "n", "d1", "d2", "scale_bits"}:
+            raise MessageError(CURATOR, f"the secure product offered to party {self.name!r} does not have the "
+                                        "dimensions its job gives (roster size, the two parties' cells).")
         dealer_key = self.party._secure.pairwise_key(CURATOR, self._curator_key, purpose=DEALER_PURPOSE)
         seed = open_sealed(dealer_key, _unhex(CURATOR, fields["nonce"], "nonce"), arrays["sealed_seed"].tobytes(),
                            f"dealer|{call}|{self.name}".encode(), sender=CURATOR)
-        t = fields["triple"]
-        triple = TripleSeed(role=int(t["role"]), seed=seed, n=int(t["n"]), d1=int(t["d1"]), d2=int(t["d2"]),
-                            scale_bits=int(t["scale_bits"]))
-        masked = self.party.product_masked_input(triple, tuple(fields["attrs"]))
-        # Kept so that a party restarted between the two steps (file-based protocol) can resume the product.
-        self.pending_product = {"call": call, "attrs": list(fields["attrs"]), "triple": {**t, "seed": seed.hex()}}
-        relay_key = self.party._secure.pairwise_key(peer, _unhex(CURATOR, fields["peer_key"], "peer_key"),
+        triple = TripleSeed(role=role, seed=seed, n=n, d1=d1, d2=d2, scale_bits=DEFAULT_SCALE_BITS)
+        masked = self.party.product_masked_input(triple, attrs)
+        # Kept so that a party restarted between the two steps (file-based protocol) can resume the product,
+        # and so that the second step is held to the layout of the first.
+        self.pending_product = {"call": call, "r": list(r), "peer": peer, "attrs": list(attrs),
+                                "triple": {**t, "seed": seed.hex()}}
+        relay_key = self.party._secure.pairwise_key(peer, self._peer_key(peer, fields["peer_key"]),
                                                     purpose=RELAY_PURPOSE)
         context = f"relay|{call}|{self.name}->{peer}".encode()
         nonce, box = secure_aggregation.seal(relay_key, masked.tobytes(), context)
@@ -428,20 +535,37 @@ class PartyServer:
         self.party.product_masked_input(triple, tuple(pending["attrs"]), ledger=set())
 
     def _product_share(self, fields: dict, arrays: dict) -> bytes:
-        call, peer = int(fields["call"]), fields["peer"]
+        call, peer = self._count(fields["call"], "the call number"), fields["peer"]
+        pending = self.pending_product
+        if pending is None or (pending["call"], pending["peer"]) != (call, peer) or \
+                list(fields["r"]) != pending["r"]:
+            raise MessageError(CURATOR, f"party {self.name!r} has no open secure product of this call, peer and "
+                                        "marginal.")
+        r = tuple(pending["r"])
+        first, second, n, d1, d2 = self.job.product_layout(r, int(pending["triple"]["role"]), peer)
+        if (tuple(fields["first"]), tuple(fields["second"])) != (first, second):
+            raise MessageError(CURATOR, f"the secure product's share requested of party {self.name!r} lays the "
+                                        "marginal out otherwise than its job gives.")
+        participants = list(fields["participants"])
+        if sorted(participants) != sorted([self.name, peer]):
+            raise MessageError(CURATOR, f"party {self.name!r} masks a product share only with its peer {peer!r}.")
         keys = {name: _unhex(CURATOR, key, "public key") for name, key in fields["public_keys"].items()}
+        if set(keys) != set(participants) or keys[peer].hex() != self.peer_keys.get(peer) or \
+                keys[self.name] != self.party.public_key:
+            raise MessageError(CURATOR, f"the public keys sent to party {self.name!r} are not its own and its "
+                                        "peer's of this session.")
+        variance = self._variance(fields)
+        d_other = d2 if pending["triple"]["role"] == 1 else d1
         relay_key = self.party._secure.pairwise_key(peer, keys[peer], purpose=RELAY_PURPOSE)
         plain = open_sealed(relay_key, _unhex(CURATOR, fields["nonce"], "nonce"), arrays["ciphertext"].tobytes(),
                             f"relay|{call}|{peer}->{self.name}".encode(), sender=peer)
-        self._resume_product(call)
-        self._spend(float(fields["variance"]))
-        shape = tuple(int(s) for s in fields["shape"])
         other = np.frombuffer(plain, dtype=np.uint64)
-        if other.size != int(np.prod(shape)):
-            raise MessageError(peer, f"its sealed product input has {other.size} words, not {shape}.")
-        masked = self.party.product_share(
-            other.reshape(shape), tuple(fields["r"]), tuple(fields["first"]), tuple(fields["second"]),
-            float(fields["variance"]), self._rng(call), keys, int(fields["round_id"]), list(fields["participants"]))
+        if other.size != n * d_other:
+            raise MessageError(peer, "its sealed product input does not have the product's dimensions.")
+        self._resume_product(call)
+        self._spend(variance)
+        masked = self.party.product_share(other.reshape(n, d_other), r, first, second, variance, self._rng(call),
+                                          keys, self._count(fields["round_id"], "the round"), participants)
         self.pending_product = None
         return pack("MaskedInput", sender=self.name,
                     fields={"round_id": masked.round_id, "participants": list(masked.participants),
@@ -455,8 +579,10 @@ class _Backend:
 
     kind = "?"
 
-    def __init__(self, hosts: Mapping[str, PartyHost]):
+    def __init__(self, hosts: Mapping[str, PartyHost], *, jobs: Mapping[str, PartyJob] | None = None):
         self.hosts = {name: host if isinstance(host, PartyHost) else PartyHost(host) for name, host in hosts.items()}
+        # Each party's own copy of the public job, handed to its server where it starts (not by request).
+        self.jobs = dict(jobs or {})
         self.bytes_sent = 0
         self.bytes_received = 0
         self.n_requests = 0
@@ -542,8 +668,9 @@ class LocalBackend(_Backend):
 
     kind = "local"
 
-    def __init__(self, hosts: Mapping[str, Any] | None = None, *, servers: Mapping[str, PartyServer] | None = None):
-        super().__init__(hosts or {})
+    def __init__(self, hosts: Mapping[str, Any] | None = None, *, servers: Mapping[str, PartyServer] | None = None,
+                 jobs: Mapping[str, PartyJob] | None = None):
+        super().__init__(hosts or {}, jobs=jobs)
         self.servers = dict(servers or {})
         for name, server in self.servers.items():
             self.hosts.setdefault(name, PartyHost(None, noise=server.noise))
@@ -551,7 +678,7 @@ class LocalBackend(_Backend):
     def _start(self):
         for name, host in self.hosts.items():
             if name not in self.servers:
-                self.servers[name] = PartyServer(name, host.source, noise=host.noise)
+                self.servers[name] = PartyServer(name, host.source, noise=host.noise, job=self.jobs.get(name))
 
     def _call(self, requests):
         return {name: self.servers[name].handle(request) for name, request in requests.items()}
@@ -561,8 +688,8 @@ class LocalBackend(_Backend):
 _PROCESS_SERVER: list = []
 
 
-def _process_init(name: str, source, noise: str) -> None:
-    _PROCESS_SERVER[:] = [PartyServer(name, source, noise=noise)]
+def _process_init(name: str, source, noise: str, job: PartyJob | None = None) -> None:
+    _PROCESS_SERVER[:] = [PartyServer(name, source, noise=noise, job=job)]
 
 
 def _process_handle(name: str, request: bytes) -> bytes:
@@ -605,7 +732,7 @@ class ProcessBackend(_Backend):
         context = multiprocessing.get_context("spawn")
         self._executors = {
             name: ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_process_init,
-                                      initargs=(name, host.source, host.noise))
+                                      initargs=(name, host.source, host.noise, self.jobs.get(name)))
             for name, host in self.hosts.items()}
 
     def _call(self, requests):
@@ -641,10 +768,10 @@ def _dask_key(name: str, token: str):
     return (get_worker().address, token, name)
 
 
-def _dask_host(name: str, token: str, source, noise: str) -> bytes:
+def _dask_host(name: str, token: str, source, noise: str, job: PartyJob | None = None) -> bytes:
     key = _dask_key(name, token)
     with _DASK_LOCK:
-        _DASK_SERVERS[key] = PartyServer(name, source, noise=noise)
+        _DASK_SERVERS[key] = PartyServer(name, source, noise=noise, job=job)
     return pack("Hosted", sender=name)
 
 
@@ -705,8 +832,8 @@ class DaskBackend(_Backend):
 
     kind = "dask"
 
-    def __init__(self, client, hosts: Mapping[str, PartyHost]):
-        super().__init__(hosts)
+    def __init__(self, client, hosts: Mapping[str, PartyHost], *, jobs: Mapping[str, PartyJob] | None = None):
+        super().__init__(hosts, jobs=jobs)
         self.client = client
         self.token = uuid.uuid4().hex
         missing = [name for name, host in self.hosts.items() if not host.worker]
@@ -727,7 +854,7 @@ class DaskBackend(_Backend):
 
     def _start(self):
         self._addresses = {name: self._address(host.worker) for name, host in self.hosts.items()}
-        futures = [self.client.submit(_dask_host, name, self.token, host.source, host.noise,
+        futures = [self.client.submit(_dask_host, name, self.token, host.source, host.noise, self.jobs.get(name),
                                       workers=[self._addresses[name]], allow_other_workers=False, pure=False,
                                       key=f"skdpsynth-host-{name}-{self.token}")
                    for name, host in self.hosts.items()]
@@ -816,12 +943,13 @@ class FederatedData:
                 f"{self.partition.n_vertical} parties, backend={where!r})")
 
     def make_backend(self) -> _Backend:
-        """A new, not yet started backend for the hosts."""
+        """A new, not yet started backend for the hosts (each party's server gets its job from here, not by request)."""
+        jobs = {name: PartyJob.from_partition(self.domain, self.partition, name) for name in self.hosts}
         if self.backend == "local":
-            return LocalBackend(self.hosts)
+            return LocalBackend(self.hosts, jobs=jobs)
         if self.backend == "processes":
-            return ProcessBackend(self.hosts)
-        return DaskBackend(self.backend, self.hosts)
+            return ProcessBackend(self.hosts, jobs=jobs)
+        return DaskBackend(self.backend, self.hosts, jobs=jobs)
 
     def connect_options(self) -> dict:
         """Extra keyword arguments of :meth:`Federation.connect <skdpsynth.federated.Federation.connect>`

@@ -147,7 +147,7 @@ class SecureAggregationError(ValueError):
     ...     encode([float("nan")])
     ... except SecureAggregationError as exc:
     ...     print(exc)
-    cannot encode 1 non-finite value(s)
+    cannot encode non-finite values
     """
 
 
@@ -214,18 +214,19 @@ def encode(x, scale_bits: int = DEFAULT_SCALE_BITS, *, n_parties: int = 1) -> np
     >>> encode([2.0 ** 40])
     Traceback (most recent call last):
     ...
-    skdpsynth.federated.secure_aggregation.SecureAggregationError: cannot encode 1 value(s) ...
+    skdpsynth.federated.secure_aggregation.SecureAggregationError: cannot encode values outside the range: ...
     """
     f = _check_scale_bits(scale_bits)
     bound = max_abs_value(f, n_parties)
     x = np.asarray(x, dtype=np.float64)
     if not np.all(np.isfinite(x)):
-        raise SecureAggregationError(f"cannot encode {int(np.count_nonzero(~np.isfinite(x)))} non-finite value(s)")
+        raise SecureAggregationError("cannot encode non-finite values")
     scaled = np.rint(np.ldexp(x, f))
     bad = np.abs(scaled) >= bound * 2.0 ** f
     if np.any(bad):
+        # The values may be a party's counts or noise: the text quotes only the public bound.
         raise SecureAggregationError(
-            f"cannot encode {int(np.count_nonzero(bad))} value(s) (largest |x| = {float(np.max(np.abs(x))):.6g}): "
+            f"cannot encode values outside the range: "
             f"with scale_bits={f} and n_parties={operator.index(n_parties)} every |x| must be < {bound:.6g} "
             f"so that the sum stays below 2^{63 - f} (overflow risk); lower scale_bits or rescale the data"
         )

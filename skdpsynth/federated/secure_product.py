@@ -5,8 +5,9 @@ whose attributes are split between two parties of the slice: ``V1`` (``n × d1``
 is the one-hot matrix of party 1's part of each of the slice's ``n`` aligned
 records, ``V2`` (``n × d2``) party 2's, and ``C[u, v]`` counts the records with
 joint cell ``(u, v)``.  The curator must learn only ``C + noise1 + noise2``
-(each party adds a Gaussian noise share drawn by the caller, so the DP
-calibration stays in :mod:`~skdpsynth.federated.dmm`), and neither party may
+(each party adds a noise share drawn by the caller, so the DP calibration
+stays in :mod:`~skdpsynth.federated.dmm`; RandDPGen's parties add integer
+discrete Gaussian shares), and neither party may
 learn anything about the other's data.
 
 Protocol (all arithmetic in ``Z_{2^64}``, ``uint64`` wraparound)
@@ -62,7 +63,8 @@ Ranges
 2^(63−f) / 3`` so that ``|C + noise1 + noise2| < 2^(63−f)``; the dealer
 refuses ``n`` beyond that bound and :func:`encode` the noise beyond it.  The
 decoded count is off by at most ``2 · 2^(−f−1) = 2^(−f)`` per cell (noise
-rounding), plus float64 rounding when ``|C + noise| > 2^(53−f)``.
+rounding; none for integer noise, which encodes exactly), plus float64
+rounding when ``|C + noise| > 2^(53−f)``.
 
 Examples
 --------
@@ -392,7 +394,7 @@ class ProductParty:
     >>> ProductParty(to_party2, [1, 0, 2, 1])   # party 2's codes must be < d2 = 2
     Traceback (most recent call last):
     ...
-    skdpsynth.federated.secure_product.SecureProductError: party 2: 1 code(s) outside [0, 2) (e.g. 2)
+    skdpsynth.federated.secure_product.SecureProductError: party 2: codes outside [0, 2) of the product's cells
     """
 
     def __init__(self, message: TripleSeed, codes, *, ledger: Optional[MutableSet] = None):
@@ -409,15 +411,13 @@ class ProductParty:
             raise SecureProductError(f"party {self._role}: codes must be 1-D, got shape {c.shape}")
         if c.size and not np.issubdtype(c.dtype, np.integer):
             raise SecureProductError(f"party {self._role}: codes must be integers, got dtype {c.dtype}")
+        # The texts name no count and no code of the party's data: errors may travel to the curator.
         if c.size != self._n:
             raise SecureProductError(
-                f"party {self._role}: {c.size} records but the product is over n={self._n} aligned records "
+                f"party {self._role}: its records do not match the product's n={self._n} aligned records "
                 "(mismatched n: the parties' records are not aligned)")
-        bad = (c < 0) | (c >= self._d_own)
-        if np.any(bad):
-            raise SecureProductError(
-                f"party {self._role}: {int(np.count_nonzero(bad))} code(s) outside [0, {self._d_own}) "
-                f"(e.g. {int(c[bad][0])})")
+        if np.any((c < 0) | (c >= self._d_own)):
+            raise SecureProductError(f"party {self._role}: codes outside [0, {self._d_own}) of the product's cells")
         ledger = _PROCESS_LEDGER if ledger is None else ledger
         digest = hashlib.sha256(b"skdpsynth/secure-product/v1/seed" + message.seed).digest()
         if digest in ledger:
@@ -463,7 +463,8 @@ class ProductParty:
         other_masked : numpy.ndarray of uint64
             ``F`` (``n × d2``) for role 1, ``E`` (``n × d1``) for role 2.
         noise : array_like of float, shape ``(d1, d2)``, optional
-            This party's noise share; every ``|x| < 2^(63−f) / 3``.
+            This party's noise share; every ``|x| < 2^(63−f) / 3``.  Integer
+            values (below 2^53) are encoded exactly.
 
         Raises
         ------

@@ -13,7 +13,7 @@ LocEnc), §6.1 (CarEst) and §8 (accounting).
   :func:`encode` (the DP message part).
 * CarEst (§6.1): :func:`complement_sketches`, :func:`car_est`.
 * Accounting (§8): :func:`sketch_epsilon_prime`, :func:`theorem2_epsilon`,
-  :func:`rdp_optimal_epsilon`.
+  :func:`rdp_optimal_epsilon`; Theorem 2 holds only up to :data:`THEOREM2_RANGE`.
 
 Geometric convention (§3.2 [R]): support {1, 2, …}, Pr[Y ≥ y] = (1+γ)^{−(y−1)},
 so the max of K copies has Pr[max ≤ y] = (1 − (1+γ)^{−y})^K.  The sketch of an
@@ -41,6 +41,7 @@ __all__ = [
     "dpfm_parameters",
     "sample_phantom_maxima",
     "sketch_dtype",
+    "sketch_max_value",
     "raw_sketches",
     "encode",
     "complement_sketches",
@@ -50,6 +51,7 @@ __all__ = [
     "sketch_epsilon_prime",
     "theorem2_epsilon",
     "rdp_optimal_epsilon",
+    "THEOREM2_RANGE",
 ]
 
 #: Domain-separation prefix of the key derivation (§5.4 [R]).
@@ -202,6 +204,24 @@ def _geometric_from_uniform(u: np.ndarray, gamma: float, dtype) -> np.ndarray:
     return np.maximum(y, 1.0).astype(dtype)
 
 
+def sketch_max_value(gamma: float, k_p: int = 1, alpha_min: int = 0) -> int:
+    """An upper bound on every value :func:`encode` can output: ⌈(53 ln 2 + ln k_p)/ln(1+γ)⌉ + 1, or α_min.
+
+    A hash is at most ⌈53 ln 2 / ln(1+γ)⌉ (the smallest uniform is 2^−53,
+    :func:`hash_values`); the phantom maximum's tail 1 − V^{1/k_p} is at
+    least about 2^−53/k_p (:func:`sample_phantom_maxima`); the + 1 absorbs
+    rounding.  A received sketch above it cannot come from :func:`encode`.
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.sketches import sketch_max_value
+    >>> sketch_max_value(1.0, 8047, 13)
+    67
+    """
+    gamma = _check_gamma(gamma)
+    return max(int(alpha_min), math.ceil((53 * math.log(2) + math.log(max(int(k_p), 1))) / math.log1p(gamma)) + 1)
+
+
 def sketch_dtype(gamma: float, k_p: int = 1, alpha_min: int = 0) -> np.dtype:
     """The smallest unsigned dtype (``uint8`` or ``uint16``) that holds every possible sketch value.
 
@@ -216,7 +236,7 @@ def sketch_dtype(gamma: float, k_p: int = 1, alpha_min: int = 0) -> np.dtype:
     >>> sketch_dtype(1.0, 8047, 13), sketch_dtype(0.1, 100, 49)
     (dtype('uint8'), dtype('uint16'))
     """
-    bound = max(int(alpha_min), math.ceil((53 * math.log(2) + math.log(max(int(k_p), 1))) / math.log1p(gamma)) + 1)
+    bound = sketch_max_value(gamma, k_p, alpha_min)
     if bound <= np.iinfo(np.uint8).max:
         return np.dtype(np.uint8)
     if bound <= np.iinfo(np.uint16).max:
@@ -714,6 +734,12 @@ def car_est(sketches_by_attr: Sequence[np.ndarray], gamma: float, k_p: int, n_ha
 # ----------------------------------------------------------------------------------------------------------------------
 # Accounting (§8)
 # ----------------------------------------------------------------------------------------------------------------------
+#: Theorem 2 holds (is at least the RDP conversion of its proof) iff ε_enc ≤ THEOREM2_RANGE · ln(1/δ_enc).
+#: With ρ = ε_enc²/(8 ln 1/δ) the conversion is ε_enc/√2 + ε_enc²/(8 ln 1/δ), which is ≤ ε_enc iff
+#: ε_enc ≤ 8(1 − 1/√2) ln(1/δ) ≈ 2.343 ln(1/δ); there ρ < ln 1/δ, so the optimal order is ≥ 2.
+THEOREM2_RANGE = 8.0 * (1.0 - 1.0 / math.sqrt(2.0))
+
+
 def _check_acc(t, d, delta):
     if int(t) < 1 or int(d) < 1 or not (0 < float(delta) < 1):
         raise ValueError("need t >= 1, d >= 1 and 0 < delta < 1")
@@ -733,20 +759,34 @@ def sketch_epsilon_prime(epsilon_enc: float, t: int, d: int, delta: float) -> fl
 
 
 def theorem2_epsilon(epsilon_prime: float, t: int, d: int, delta: float) -> float:
-    """Theorem 2: LocEnc with per-sketch ε′ is (4ε′√(t d ln(1/δ)), δ)-DP (§8, §10).
+    """Theorem 2's figure 4ε′√(t d ln(1/δ)) for LocEnc with per-sketch ε′ (VertiMRF, KDD'24, §4.2).
+
+    A valid (ε, δ) bound only while it is at least :func:`rdp_optimal_epsilon`,
+    the conversion its proof rests on: for ε ≤ :data:`THEOREM2_RANGE` ·
+    ln(1/δ) (about 2.34 ln(1/δ)).  Beyond, it states less than the proof
+    gives.
 
     Examples
     --------
-    >>> from skdpsynth.federated.sketches import theorem2_epsilon, sketch_epsilon_prime
+    >>> from skdpsynth.federated.sketches import rdp_optimal_epsilon, theorem2_epsilon, sketch_epsilon_prime
     >>> round(theorem2_epsilon(sketch_epsilon_prime(0.288, 2000, 15, 1e-5), 2000, 15, 1e-5), 12)
     0.288
+    >>> e = sketch_epsilon_prime(16.8, 2000, 15, 5e-3)     # 16.8 > 2.34 ln(200) = 12.4: out of range
+    >>> round(theorem2_epsilon(e, 2000, 15, 5e-3), 6), round(rdp_optimal_epsilon(e, 2000, 15, 5e-3), 4)
+    (16.8, 18.6158)
     """
     _check_acc(t, d, delta)
     return 4.0 * float(epsilon_prime) * math.sqrt(int(t) * int(d) * math.log(1.0 / float(delta)))
 
 
 def rdp_optimal_epsilon(epsilon_prime: float, t: int, d: int, delta: float) -> float:
-    """ε = ρ + 2√(ρ ln(1/δ)) with ρ = 2 t d ε′²: the optimal conversion of Theorem 2's (λ, ρλ)-RDP (§8 [D]).
+    """The best (ε, δ) conversion of Theorem 2's (λ, ρλ)-RDP, ρ = 2 t d ε′², over the orders λ ≥ 2.
+
+    The proof of Theorem 2 (VertiMRF, KDD'24, App. C.1) shows the t runs
+    are (λ, ρλ)-RDP and converts with (ε_λ + ln(1/δ)/(λ − 1), δ) at an
+    order λ ≥ 2.  The minimum over λ is at λ* = 1 + √(ln(1/δ)/ρ): ε = ρ +
+    2√(ρ ln(1/δ)) while λ* ≥ 2 (ρ ≤ ln 1/δ); past that the order stays at 2:
+    ε = 2ρ + ln(1/δ).
 
     Examples
     --------
@@ -756,4 +796,7 @@ def rdp_optimal_epsilon(epsilon_prime: float, t: int, d: int, delta: float) -> f
     """
     _check_acc(t, d, delta)
     rho = 2.0 * int(t) * int(d) * float(epsilon_prime) ** 2
-    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / float(delta)))
+    log_term = math.log(1.0 / float(delta))
+    if rho > log_term:  # λ* < 2: the proof's conversion needs λ ≥ 2
+        return 2.0 * rho + log_term
+    return rho + 2.0 * math.sqrt(rho * log_term)

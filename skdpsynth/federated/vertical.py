@@ -17,14 +17,14 @@ columns only (:meth:`VerticalParty.run`):
 
 What it sends is a :class:`VerticalMessage` (§5.6) and nothing else; the
 server (:mod:`skdpsynth.synthesizers.vertical_mrf`) reads only messages and
-the public :class:`VerticalConfig`.  Messages serialise to plain ``npz`` bytes
-(:meth:`VerticalMessage.to_bytes`), which is what a party would put on the
-wire; keys cannot be serialised at all (:class:`~.sketches.SketchKeys`).
+the public :class:`VerticalConfig`.  Messages serialise in the project's wire
+format (:meth:`VerticalMessage.to_bytes`, :mod:`~skdpsynth.federated.wire`),
+which is what a party would put on the wire, and the server validates every
+field on receipt (:func:`~skdpsynth.federated.wire.check_vertical_message`);
+keys cannot be serialised at all (:class:`~.sketches.SketchKeys`).
 """
 from __future__ import annotations
 
-import io
-import json
 import math
 import warnings
 from collections.abc import Mapping
@@ -40,6 +40,7 @@ from ..privacy.randomness import ReproducibleNoiseWarning
 from . import sketches as fm
 from .binning import equal_width_bins, value_distributions
 from .frequency_oracle import fo_epsilon_prime, grr_perturb
+from .wire import vertical_from_bytes, vertical_to_bytes
 
 __all__ = ["VerticalBudget", "VerticalConfig", "VerticalMessage", "VerticalParty", "vertical_budget",
            "sketch_epsilon_prime_rdp"]
@@ -53,12 +54,12 @@ DEFAULT_DELTA_SPLIT = {"local_mrf": 0.5, "encoding": 0.5}
 
 
 def sketch_epsilon_prime_rdp(epsilon_enc: float, t: int, d: int, delta: float) -> float:
-    """The per-sketch ε′ whose RDP-optimal conversion (§8 [D]) equals ``epsilon_enc`` (``sketch_accounting="rdp_opt"``).
+    """The per-sketch ε′ whose RDP conversion (:func:`~.sketches.rdp_optimal_epsilon`) equals ``epsilon_enc``.
 
-    Theorem 2's proof gives (λ, ρλ)-RDP with ρ = 2tdε′², converted to
-    ε = ρ + 2√(ρ ln 1/δ) at the optimal order λ* = 1 + √(ln(1/δ)/ρ) (≥ 2
-    whenever ρ ≤ ln 1/δ, as the proof needs).  Solving for ρ:
-    √ρ = √(ln 1/δ + ε) − √(ln 1/δ).
+    The proof of Theorem 2 (VertiMRF, KDD'24, App. C.1) gives (λ, ρλ)-RDP with
+    ρ = 2tdε′², converted at an order λ ≥ 2.  Solving ε = ρ + 2√(ρ ln 1/δ)
+    (optimal order ≥ 2, i.e. ε ≤ 3 ln 1/δ) for ρ: √ρ = √(ln 1/δ + ε) −
+    √(ln 1/δ); beyond, ε = 2ρ + ln 1/δ at λ = 2: ρ = (ε − ln 1/δ)/2.
 
     Examples
     --------
@@ -67,12 +68,17 @@ def sketch_epsilon_prime_rdp(epsilon_enc: float, t: int, d: int, delta: float) -
     >>> e = sketch_epsilon_prime_rdp(0.288, 2000, 15, 1e-5)
     >>> round(rdp_optimal_epsilon(e, 2000, 15, 1e-5), 12), e > sketch_epsilon_prime(0.288, 2000, 15, 1e-5)
     (0.288, True)
+    >>> round(rdp_optimal_epsilon(sketch_epsilon_prime_rdp(40.0, 2000, 15, 5e-3), 2000, 15, 5e-3), 12)
+    40.0
     """
+    if int(t) < 1 or int(d) < 1 or not (0 < float(delta) < 1):
+        raise ValueError("need t >= 1, d >= 1 and 0 < delta < 1")
     log_term = math.log(1.0 / float(delta))
-    sqrt_rho = math.sqrt(log_term + float(epsilon_enc)) - math.sqrt(log_term)
-    rho = sqrt_rho**2
-    if rho > log_term:  # λ* < 2: outside what the proof covers
-        raise ValueError("epsilon_enc too large for the RDP conversion (optimal order below 2); use 'theorem2'.")
+    epsilon_enc = float(epsilon_enc)
+    if epsilon_enc <= 3.0 * log_term:
+        rho = (math.sqrt(log_term + epsilon_enc) - math.sqrt(log_term)) ** 2
+    else:
+        rho = (epsilon_enc - log_term) / 2.0
     return math.sqrt(rho / (2.0 * int(t) * int(d)))
 
 
@@ -123,6 +129,11 @@ class VerticalBudget:
     def epsilon_per_binned(self) -> float:
         return self.epsilon_binning / self.n_binned if self.n_binned else 0.0
 
+    @property
+    def releases_value_distributions(self) -> bool:
+        """Whether the binned columns' value distributions are released (not with UniSam or without binning)."""
+        return self.epsilon_binning > 0
+
     def total(self) -> tuple[float, float]:
         """(Σε, Σδ) by basic composition (§8): equals (ε, δ)."""
         eps = math.fsum([self.n_parties * self.epsilon_local, self.epsilon_count, self.epsilon_encoding,
@@ -145,16 +156,31 @@ def _shares(given, default, name):
 
 def vertical_budget(epsilon: float, delta: float, *, n_parties: int, n_attributes: int, n_binned: int,
                     encoder: str = "fm", n_sketches: int = 2000, budget_split=None, delta_split=None,
-                    sketch_accounting: str = "theorem2", fo_accounting: str = "conservative") -> VerticalBudget:
+                    sketch_accounting: str = "theorem2", fo_accounting: str = "conservative",
+                    value_distributions: bool = True) -> VerticalBudget:
     """The budget split of VertiMRF (§4.2 [R] defaults, G3/G4/G6, §7 for FO).
 
     Defaults: 40 % of ε to the local models (ε₀ = 0.4ε/m each), 40 % to the
     encoding of which 10 % is the record count (0.04ε, released once) and the
     rest the sketches (0.36ε), 20 % to the value distributions; with no binned
-    column that 20 % goes to the sketches (G4).  δ: half to the local models
-    (δ/(2m) each), half to the sketches (Alg. 1, G6).  Pure-ε encodings (FO)
-    and ``encoder="none"`` need no δ: the local models get all of it, and with
-    ``"none"`` all of ε but the count's.
+    column, or with ``value_distributions=False`` (HisRec's UniSam ablation,
+    which releases none), that 20 % goes to the sketches, as in the UniSam
+    ablation of VertiMRF (extended version, App. A.1).  δ: half to the local
+    models (δ/(2m) each), half to the sketches (Alg. 1, G6).  Pure-ε
+    encodings (FO) and ``encoder="none"`` need no δ: the local models get all
+    of it, and with ``"none"`` all of ε but the count's.
+
+    With ``sketch_accounting="theorem2"``, ε′ is Theorem 2's only where
+    Theorem 2 holds (ε_enc ≤ :data:`~.sketches.THEOREM2_RANGE` · ln(1/δ_enc));
+    beyond, it is the smaller ε′ of the RDP conversion
+    (:func:`~.sketches.rdp_optimal_epsilon`), so that the charged ε_enc is
+    always a valid bound.
+
+    Raises
+    ------
+    ValueError
+        On an invalid split, or when columns are binned and value distributions
+        released while ``budget_split`` gives ``"binning"`` no share.
 
     Examples
     --------
@@ -164,6 +190,9 @@ def vertical_budget(epsilon: float, delta: float, *, n_parties: int, n_attribute
     (0.32, 0.064, 0.896, 0.0)
     >>> [round(x, 12) for x in b.total()]
     [1.6, 1e-05]
+    >>> u = vertical_budget(1.6, 1e-5, n_parties=2, n_attributes=16, n_binned=3, value_distributions=False)
+    >>> round(u.epsilon_encoding, 6), u.epsilon_binning      # UniSam: the binning share goes to the sketches
+    (0.896, 0.0)
     """
     if encoder not in ENCODERS:
         raise ValueError(f"encoder must be one of {ENCODERS}, got {encoder!r}.")
@@ -182,19 +211,27 @@ def vertical_budget(epsilon: float, delta: float, *, n_parties: int, n_attribute
         raise ValueError("budget_split must give a positive share to the local models and to the encoding.")
     if split["count_frac"] <= 0 or split["encoding"] <= 0:
         raise ValueError("budget_split must give the record count a positive share (count_frac and encoding > 0).")
+    releases_dists = bool(n_binned) and encoder != "none" and bool(value_distributions)
+    if releases_dists and split["binning"] <= 0:
+        raise ValueError("budget_split gives 'binning' no share, but columns with more than n_bins values are "
+                         "binned and their value distributions released. Give budget_split['binning'] a positive "
+                         "share, or pass his_rec='uniform' (no value distributions: the share goes to the "
+                         "sketches), or n_bins=None (no binning).")
     epsilon, delta, m, d = float(epsilon), float(delta), int(n_parties), int(n_attributes)
     eps_count = split["encoding"] * split["count_frac"] * epsilon
-    eps_bin = split["binning"] * epsilon if (n_binned and encoder != "none") else 0.0
+    eps_bin = split["binning"] * epsilon if releases_dists else 0.0
     eps_local_total = split["local_mrf"] * epsilon
     eps_enc = split["encoding"] * (1 - split["count_frac"]) * epsilon
-    if encoder != "none" and not eps_bin:
-        eps_enc += split["binning"] * epsilon  # nothing binned: the binning share goes to the sketches (G4)
+    if encoder != "none" and not releases_dists:
+        eps_enc += split["binning"] * epsilon  # no value distribution released: the share goes to the sketches
     if encoder == "none":
         eps_local_total, eps_enc = epsilon - eps_count, 0.0
     if encoder == "fm":
         delta_local_total, delta_enc = dsplit["local_mrf"] * delta, dsplit["encoding"] * delta
         if sketch_accounting == "theorem2":
-            eps_prime = fm.sketch_epsilon_prime(eps_enc, n_sketches, d, delta_enc)
+            # Theorem 2 where it holds; beyond its range the RDP conversion is the valid (smaller) ε′.
+            eps_prime = min(fm.sketch_epsilon_prime(eps_enc, n_sketches, d, delta_enc),
+                            sketch_epsilon_prime_rdp(eps_enc, n_sketches, d, delta_enc))
         else:
             eps_prime = sketch_epsilon_prime_rdp(eps_enc, n_sketches, d, delta_enc)
     else:
@@ -351,7 +388,7 @@ class VerticalMessage:
                "value_distributions", "sketches", "perturbed", "n_hat", "ledger")
 
     def to_bytes(self) -> bytes:
-        """Serialise to ``npz`` bytes (arrays plus a JSON header; no pickle anywhere).
+        """Serialise in the project's wire format (:func:`~skdpsynth.federated.wire.vertical_to_bytes`; no pickle).
 
         Examples
         --------
@@ -361,53 +398,19 @@ class VerticalMessage:
         >>> VerticalMessage.from_bytes(msg.to_bytes()).n_hat
         10.0
         """
-        arrays, header = {}, {
-            "party": self.party, "columns": list(self.columns), "local_total": float(self.local_total),
-            "measured": [list(c) for c in self.measured], "graph_edges": [list(e) for e in self.graph_edges],
-            "n_hat": None if self.n_hat is None else float(self.n_hat),
-            "potentials": [], "value_distributions": [],
-            "ledger": [_entry_to_json(e) for e in self.ledger],
-        }
-        for i, (clique, table) in enumerate(self.local_potentials.items()):
-            header["potentials"].append(list(clique))
-            arrays[f"potential_{i}"] = np.asarray(table, dtype=float)
-        for i, (col, dist) in enumerate(self.value_distributions.items()):
-            header["value_distributions"].append(col)
-            arrays[f"value_distribution_{i}"] = np.asarray(dist, dtype=float)
-        if self.sketches is not None:
-            arrays["sketches"] = self.sketches
-        if self.perturbed is not None:
-            arrays["perturbed"] = self.perturbed
-        arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
-        buffer = io.BytesIO()
-        np.savez_compressed(buffer, **arrays)
-        return buffer.getvalue()
+        return vertical_to_bytes(self)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "VerticalMessage":
-        """Read a message written by :meth:`to_bytes` (``allow_pickle=False``)."""
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            header = json.loads(bytes(npz["header"]).decode())
-            potentials = {tuple(c): npz[f"potential_{i}"] for i, c in enumerate(header["potentials"])}
-            dists = {c: npz[f"value_distribution_{i}"] for i, c in enumerate(header["value_distributions"])}
-            sketches = npz["sketches"] if "sketches" in npz.files else None
-            perturbed = npz["perturbed"] if "perturbed" in npz.files else None
-        return cls(header["party"], tuple(header["columns"]), potentials, header["local_total"],
-                   [tuple(c) for c in header["measured"]], [tuple(e) for e in header["graph_edges"]], dists,
-                   sketches, perturbed, header["n_hat"], [_entry_from_json(e) for e in header["ledger"]])
+    def from_bytes(cls, data: bytes, *, config: "VerticalConfig | None" = None,
+                   sender: str | None = None) -> "VerticalMessage":
+        """Read a message written by :meth:`to_bytes` (:func:`~skdpsynth.federated.wire.vertical_from_bytes`).
 
-
-def _entry_to_json(entry: LedgerEntry) -> dict:
-    out = {k: getattr(entry, k) for k in ("description", "mechanism", "accounting", "rho", "epsilon", "delta",
-                                          "sensitivity", "scale", "party", "n_values")}
-    out["details"] = {k: v for k, v in entry.details.items() if isinstance(v, (str, int, float, bool, type(None)))}
-    return out
-
-
-def _entry_from_json(data: dict) -> LedgerEntry:
-    data = dict(data)
-    details = data.pop("details", {})
-    return LedgerEntry(**data, details=details)
+        With the job's public ``config`` every field is validated against it
+        (what the server does on receipt); ``sender`` is the party the bytes
+        must come from.  Anything malformed raises
+        :class:`~skdpsynth.federated.wire.MessageError` naming the party.
+        """
+        return vertical_from_bytes(data, config=config, sender=sender)
 
 
 # -- the party --------------------------------------------------------------------------------------------------------
@@ -463,8 +466,8 @@ class VerticalParty:
         cfg, budget = self.config, self.config.budget
         codes = np.asarray(codes)
         if codes.ndim != 2 or codes.shape[1] != len(self.columns):
-            raise ValueError(f"Party {self.name!r} holds {len(self.columns)} columns; got codes of shape "
-                             f"{codes.shape}.")
+            raise ValueError(f"Party {self.name!r} holds {len(self.columns)} columns; got codes that are not a 2-D "
+                             "table of as many columns.")  # not the shape: its length is the private count
         sizes = [cfg.domain[c] for c in self.columns]
         if len(codes) and ((codes < 0).any() or (codes >= np.asarray(sizes)).any()):
             raise ValueError(f"Party {self.name!r}: codes outside the public domain.")
@@ -479,7 +482,7 @@ class VerticalParty:
 
         # §5.2 public bins and noisy value distributions (Laplace on per-value counts, sensitivity 1).
         dists = {}
-        if cfg.encoder != "none":
+        if budget.releases_value_distributions:
             rng_bin = noise_generator(bin_state)
             for j, col in enumerate(self.columns):
                 if cfg.is_binned(col):

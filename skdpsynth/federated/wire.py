@@ -19,6 +19,12 @@ boundary as one ``.npz`` archive (written by :func:`numpy.savez`, read with
 raises :class:`MessageError`, naming the sender, on anything malformed or
 inconsistent.  A round trip is exact: :func:`same_message` holds between the
 message sent and the message received.
+
+VertiMRF's party messages (kind ``"VerticalMessage"``, :data:`VERTICAL_KIND`)
+use the same archive and header, with integer sketch and GRR arrays besides
+the float ones: :func:`vertical_to_bytes`, :func:`vertical_from_bytes`, and
+:func:`check_vertical_message`, which validates every field against the job's
+public configuration.
 """
 from __future__ import annotations
 
@@ -47,6 +53,10 @@ __all__ = [
     "from_bytes",
     "ledger_entries_for",
     "same_message",
+    "VERTICAL_KIND",
+    "vertical_to_bytes",
+    "vertical_from_bytes",
+    "check_vertical_message",
 ]
 
 #: The ``"format"`` field of every message header; a message with another value is refused.
@@ -138,7 +148,9 @@ def ledger_entries_for(message: Message) -> tuple[LedgerEntry, ...]:
     """The zCDP ledger entries that back a message's budget claims: one per (part, party).
 
     Each entry is a Gaussian release at unit L2 sensitivity by the party that
-    spent it; :func:`to_bytes` sends these when not given entries.
+    spent it (a discrete Gaussian share for a :class:`SliceCount`, continuous
+    Gaussian noise for protocol B's messages); :func:`to_bytes` sends these
+    when not given entries.
 
     Examples
     --------
@@ -154,13 +166,15 @@ def ledger_entries_for(message: Message) -> tuple[LedgerEntry, ...]:
     if isinstance(message, SliceCount):
         spent, n_values = message.party_rhos, int(np.size(message.values))
         what = f"slice {message.slice} noisy count {tuple(message.attrs)} (secure sum share)"
+        mechanism = "discrete gaussian"
     elif isinstance(message, (NoisyIndicators, NoisyLocalMarginal)):
         spent = {message.party: message.rho}
         n_values = int(np.size(message.matrix if isinstance(message, NoisyIndicators) else message.values))
         what = f"slice {message.slice} {type(message).__name__} {tuple(message.attrs)}"
+        mechanism = "gaussian"
     else:
         raise TypeError(f"Not a federated message: {type(message).__name__}.")
-    return tuple(LedgerEntry(what, "gaussian", "zcdp", rho=float(rho), epsilon=None, sensitivity=1.0,
+    return tuple(LedgerEntry(what, mechanism, "zcdp", rho=float(rho), epsilon=None, sensitivity=1.0,
                              scale=math.sqrt(1.0 / (2.0 * rho)) if rho > 0 else None, party=party,
                              n_values=n_values)
                  for party, rho in spent.items())
@@ -848,3 +862,391 @@ def unpack(data: bytes, *, kinds: Iterable[str], sender: str | None = None, max_
         non-finite floats.
     """
     return _PacketReader(data, kinds, sender, max_bytes, max_members).read_packet()
+
+
+# --------------------------------------------------------------------------- VertiMRF messages
+#: The ``"kind"`` of a VertiMRF party message (:class:`~skdpsynth.federated.vertical.VerticalMessage`).
+VERTICAL_KIND = "VerticalMessage"
+_VERTICAL_FIELDS = ("columns", "local_total", "measured", "graph_edges", "n_hat", "potentials",
+                    "value_distributions")
+_NUMERIC_KINDS = "iuf"  # integer and float arrays only: nothing np.savez would pickle
+_VALUE_DIST_TOL = 1e-9  # a value distribution sums to 1 within each bin (binning.normalize_within_bins)
+
+
+def vertical_to_bytes(message) -> bytes:
+    """Serialise a VertiMRF party message: an ``.npz`` of its arrays and the JSON header of :func:`to_bytes`.
+
+    The header's kind is :data:`VERTICAL_KIND` and its sender the party;
+    ``fields`` holds ``columns``, ``local_total``, ``measured``,
+    ``graph_edges``, ``n_hat``, the cliques of the ``potentials`` and the
+    columns of the ``value_distributions``; ``arrays`` gives the shape and
+    dtype of ``potential_<i>``, ``value_distribution_<i>`` and, if sent,
+    ``sketches`` and ``perturbed``; ``ledger`` the party's entries.
+
+    Parameters
+    ----------
+    message : VerticalMessage
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    TypeError
+        If an array is not numeric.
+    ValueError
+        If a scalar field is not finite (JSON carries no NaN or infinity).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.federated.vertical import VerticalMessage
+    >>> from skdpsynth.federated.wire import vertical_from_bytes, vertical_to_bytes
+    >>> msg = VerticalMessage("p0", ("a",), {("a",): np.zeros(2)}, 10.0, [("a",)], [], {}, n_hat=10.0)
+    >>> back = vertical_from_bytes(vertical_to_bytes(msg), sender="p0")
+    >>> back.party, back.columns, back.n_hat
+    ('p0', ('a',), 10.0)
+    """
+    arrays: dict[str, np.ndarray] = {}
+    specs: dict[str, dict] = {}
+
+    def put(key: str, value) -> None:
+        value = np.ascontiguousarray(value)
+        if value.dtype.kind not in _NUMERIC_KINDS:
+            raise TypeError(f"Array {key!r} of party {message.party!r} is not numeric.")
+        arrays[key] = value
+        specs[key] = {"shape": list(value.shape), "dtype": value.dtype.str}
+
+    for i, table in enumerate(message.local_potentials.values()):
+        put(f"potential_{i}", np.asarray(table, dtype=_FLOAT))
+    for i, dist in enumerate(message.value_distributions.values()):
+        put(f"value_distribution_{i}", np.asarray(dist, dtype=_FLOAT))
+    for name in ("sketches", "perturbed"):
+        if getattr(message, name) is not None:
+            put(name, getattr(message, name))
+    fields = {"columns": [str(c) for c in message.columns], "local_total": float(message.local_total),
+              "measured": [[str(a) for a in c] for c in message.measured],
+              "graph_edges": [[str(a) for a in e] for e in message.graph_edges],
+              "n_hat": None if message.n_hat is None else float(message.n_hat),
+              "potentials": [[str(a) for a in c] for c in message.local_potentials],
+              "value_distributions": [str(c) for c in message.value_distributions]}
+    entries = []
+    for entry in message.ledger:
+        item = _entry_json(entry)
+        item["details"] = {k: v for k, v in entry.details.items()
+                           if isinstance(v, (str, int, bool, type(None)))
+                           or (isinstance(v, float) and math.isfinite(v))}
+        entries.append(item)
+    header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "kind": VERTICAL_KIND, "sender": message.party,
+              "fields": fields, "arrays": specs, "ledger": entries}
+    text = json.dumps(header, allow_nan=False, separators=(",", ":"))
+    buffer = io.BytesIO()
+    np.savez(buffer, header=np.frombuffer(text.encode("utf-8"), dtype=np.uint8), **arrays)
+    return buffer.getvalue()
+
+
+class _VerticalReader(_Reader):
+    """The archive, JSON header and arrays of one VertiMRF message; every failure names the sender only."""
+
+    def __init__(self, data, sender, max_bytes, max_members):
+        super().__init__(data, None, None, max_bytes, max_members)
+        self.sender = self.claimed = sender
+
+    def names(self, field: str, value, *, size: int | None = None) -> tuple[str, ...]:
+        """A list of distinct non-empty strings (columns of a clique, an edge, the party's columns)."""
+        if not isinstance(value, list) or not all(isinstance(a, str) and a for a in value) \
+                or len(set(value)) != len(value) or (size is not None and len(value) != size):
+            self.fail(f"field {field!r} must hold lists of distinct column names.")
+        return tuple(value)
+
+    def listed(self, field: str, value) -> list:
+        if not isinstance(value, list):
+            self.fail(f"field {field!r} must be a list.")
+        return value
+
+    def numeric(self, specs: dict, key: str, field: str) -> np.ndarray:
+        spec = specs.get(key)
+        if not isinstance(spec, dict) or set(spec) != {"shape", "dtype"} or not isinstance(spec["shape"], list) \
+                or not all(type(s) is int and s >= 0 for s in spec["shape"]):
+            self.fail(f"field {field!r}: the header's description of array {key!r} is missing or malformed.")
+        try:
+            dtype = np.dtype(spec["dtype"])
+        except TypeError:
+            self.fail(f"field {field!r}: array {key!r} has an unknown dtype.")
+        if dtype.kind not in _NUMERIC_KINDS:
+            self.fail(f"field {field!r}: array {key!r} is not numeric.")
+        try:
+            return self.array(key, tuple(spec["shape"]), dtype, len(spec["shape"]))
+        except MessageError:
+            pass  # the base reader's text quotes the shapes; an FO table's rows are the record count
+        self.fail(f"field {field!r}: array {key!r} is missing, not a valid .npy array, or differs from its "
+                  "description in the header.")
+
+    def header_fields(self) -> tuple[dict, dict, list]:
+        header = self.json_header()
+        if set(header) != _HEADER_KEYS:
+            self.fail(f"the JSON header is malformed: expected the keys {sorted(_HEADER_KEYS)}.")
+        sender = header["sender"]
+        if not isinstance(sender, str) or not sender:
+            self.fail("the header's sender must be a non-empty string.")
+        if self.claimed is not None and sender != self.claimed:
+            self.fail("the header names another sender.")
+        self.sender = sender
+        if header["format"] != FORMAT_NAME or type(header["version"]) is not int \
+                or header["version"] != FORMAT_VERSION:
+            self.fail(f"not a {FORMAT_NAME!r} message of version {FORMAT_VERSION}.")
+        if header["kind"] != VERTICAL_KIND:
+            self.fail(f"expected a {VERTICAL_KIND}.")
+        fields, specs = header["fields"], header["arrays"]
+        if not isinstance(fields, dict) or set(fields) != set(_VERTICAL_FIELDS):
+            self.fail(f"the header's fields must be exactly {list(_VERTICAL_FIELDS)}.")
+        if not isinstance(specs, dict):
+            self.fail("the header's arrays must be an object.")
+        return fields, specs, header["ledger"]
+
+    def read_vertical(self) -> dict:
+        self.open()
+        fields, specs, ledger = self.header_fields()
+        out: dict[str, Any] = {"party": self.sender, "columns": self.names("columns", fields["columns"])}
+        for name in ("local_total", "n_hat"):
+            value = fields[name]
+            if (value is not None or name != "n_hat") and (isinstance(value, bool)
+                                                           or not isinstance(value, (int, float))):
+                self.fail(f"field {name!r} must be a number.")
+            out[name] = None if value is None else float(value)
+        out["measured"] = [self.names("measured", c) for c in self.listed("measured", fields["measured"])]
+        out["graph_edges"] = [self.names("graph_edges", e, size=2)
+                              for e in self.listed("graph_edges", fields["graph_edges"])]
+        cliques = [self.names("potentials", c) for c in self.listed("potentials", fields["potentials"])]
+        if len(set(cliques)) != len(cliques):
+            self.fail("field 'potentials' names a clique twice.")
+        out["local_potentials"] = {c: self.numeric(specs, f"potential_{i}", "potentials")
+                                   for i, c in enumerate(cliques)}
+        binned = self.listed("value_distributions", fields["value_distributions"])
+        binned = self.names("value_distributions", binned) if binned else ()
+        out["value_distributions"] = {c: self.numeric(specs, f"value_distribution_{i}", "value_distributions")
+                                      for i, c in enumerate(binned)}
+        for name in ("sketches", "perturbed"):
+            out[name] = self.numeric(specs, name, name) if name in specs else None
+        if set(specs) - self.used or set(self.infos) - self.used:
+            self.fail("the archive or its header holds arrays that no field names.")
+        out["ledger"] = list(self.entries(ledger))
+        return out
+
+
+def vertical_from_bytes(data: bytes, *, config=None, sender: str | None = None, max_bytes: int = MAX_BYTES,
+                        max_members: int = MAX_MEMBERS):
+    """Read a VertiMRF party message written by :func:`vertical_to_bytes`, validating it on receipt.
+
+    Parameters
+    ----------
+    data : bytes
+    config : VerticalConfig, optional
+        The job's public configuration: then every field is checked against
+        it as well (:func:`check_vertical_message`).
+    sender : str, optional
+        The party the message must come from (errors name it even when the
+        bytes are not a message at all).
+    max_bytes, max_members : int
+        As in :func:`from_bytes`.
+
+    Returns
+    -------
+    VerticalMessage
+
+    Raises
+    ------
+    MessageError
+        Naming the sender, on anything malformed: not an uncompressed
+        ``.npz`` archive; a header that is not strict JSON, lacks keys or has
+        others, another format, version, kind or sender; fields of the wrong
+        type; arrays that are missing, extra, not numeric or unlike their
+        description; malformed ledger entries; with ``config``, any failure of
+        :func:`check_vertical_message`.  The text names the party and the
+        field, never a value or a size.
+
+    Examples
+    --------
+    >>> from skdpsynth.federated.wire import vertical_from_bytes
+    >>> vertical_from_bytes(b"random bytes", sender="hospital")
+    Traceback (most recent call last):
+    ...
+    skdpsynth.federated.wire.MessageError: Message from 'hospital': not a zip (.npz) archive.
+    """
+    from .vertical import VerticalMessage
+
+    message = VerticalMessage(**_VerticalReader(data, sender, max_bytes, max_members).read_vertical())
+    if config is not None:
+        check_vertical_message(message, config)
+    return message
+
+
+class _VerticalCheck:
+    """The checks of :func:`check_vertical_message`; every failure is a MessageError naming the party and field."""
+
+    def __init__(self, message, config):
+        self.msg, self.cfg, self.budget = message, config, config.budget
+        party = getattr(message, "party", None)
+        self.party = party if isinstance(party, str) else None
+
+    def fail(self, problem: str):
+        raise MessageError(self.party, problem)
+
+    def array(self, field: str, value, kinds: str, shape: tuple | None = None, ndim: int | None = None):
+        if not isinstance(value, np.ndarray) or value.dtype.kind not in kinds:
+            self.fail(f"field {field!r} must be an array of {'floats' if kinds == 'f' else 'integers'}.")
+        if (shape is not None and value.shape != tuple(shape)) or (ndim is not None and value.ndim != ndim):
+            self.fail(f"field {field!r} does not have the shape the job's public domain implies.")
+        if value.dtype.kind == "f" and not np.isfinite(value).all():
+            self.fail(f"field {field!r} holds non-finite values (NaN or infinity).")
+        return value
+
+    def number(self, field: str, value, *, integral: bool = False) -> float:
+        """A finite number, > 0, or with ``integral`` an integer >= 1."""
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            self.fail(f"field {field!r} must be a number.")
+        value = float(value)
+        if integral and not (math.isfinite(value) and value >= 1 and value == math.floor(value)):
+            self.fail(f"field {field!r} must be a finite integer >= 1.")
+        if not (math.isfinite(value) and value > 0):
+            self.fail(f"field {field!r} must be a finite number > 0.")
+        return value
+
+    def cliques(self, field: str, value, *, size: int | None = None) -> None:
+        held = set(self.columns)
+        items = [tuple(c) for c in value if isinstance(c, (tuple, list))] \
+            if isinstance(value, (list, tuple)) else None
+        if items is None or len(items) != len(value) or any(
+                not c or not set(c) <= held or len(set(c)) != len(c) or (size is not None and len(c) != size)
+                for c in items):
+            self.fail(f"field {field!r} must list cliques of the party's own columns.")
+
+    def run(self) -> None:
+        cfg, msg = self.cfg, self.msg
+        if self.party not in cfg.party_names:
+            self.fail("the sender is not a party of this job.")
+        self.index = cfg.party_names.index(self.party)
+        self.columns = tuple(cfg.parties[self.index][1])
+        if not isinstance(msg.columns, (tuple, list)) or tuple(msg.columns) != self.columns:
+            self.fail("field 'columns' differs from the party's columns in the job's configuration.")
+        self.number("local_total", msg.local_total)
+        if self.index == cfg.count_leader:
+            self.number("n_hat", msg.n_hat, integral=True)
+        elif msg.n_hat is not None:
+            self.fail("field 'n_hat': only the count leader sends the noisy record count.")
+        self.model()
+        self.value_distributions()
+        self.encoding()
+        self.ledger()
+
+    def model(self) -> None:
+        domain, msg = self.cfg.domain, self.msg
+        if not isinstance(msg.local_potentials, Mapping) or not msg.local_potentials:
+            self.fail("field 'local_potentials' must map the local model's cliques to tables.")
+        self.cliques("local_potentials", list(msg.local_potentials))
+        for clique, table in msg.local_potentials.items():
+            if tuple(clique) != domain.canonical(clique):
+                self.fail("field 'local_potentials': a clique is not in the domain's column order.")
+            self.array("local_potentials", table, "f", domain.shape_of(clique))
+        self.cliques("measured", msg.measured)
+        self.cliques("graph_edges", msg.graph_edges, size=2)
+
+    def value_distributions(self) -> None:
+        cfg, dists = self.cfg, self.msg.value_distributions
+        binned = [c for c in self.columns if cfg.is_binned(c)] if self.budget.releases_value_distributions else []
+        if not isinstance(dists, Mapping) or set(dists) != set(binned):
+            self.fail("field 'value_distributions' must hold exactly the party's binned columns." if binned else
+                      "field 'value_distributions' must be empty: this job releases no value distribution.")
+        for col in binned:
+            dist = self.array("value_distributions", dists[col], "f", (cfg.domain[col],))
+            sums = np.bincount(cfg.bin_map(col), weights=dist)
+            if (dist < 0).any() or np.abs(sums - 1.0).max() > _VALUE_DIST_TOL:
+                self.fail(f"field 'value_distributions': column {col!r} is not a distribution within each bin.")
+
+    def encoding(self) -> None:
+        from . import sketches as fm
+
+        cfg, msg = self.cfg, self.msg
+        if cfg.encoder != "fm" and msg.sketches is not None:
+            self.fail("field 'sketches': this job's encoder sends none.")
+        if cfg.encoder != "fo" and msg.perturbed is not None:
+            self.fail("field 'perturbed': this job's encoder sends none.")
+        sizes = [cfg.binned_size(c) for c in self.columns]
+        if cfg.encoder == "fm":
+            k_p, alpha_min = cfg.sketch_parameters
+            dtype = fm.sketch_dtype(cfg.gamma, k_p, alpha_min)
+            if not isinstance(msg.sketches, np.ndarray) or msg.sketches.dtype != dtype:
+                self.fail(f"field 'sketches' must be an array of {dtype.name} sketch values.")
+            self.array("sketches", msg.sketches, "u", (cfg.n_sketches, sum(sizes)))
+            if msg.sketches.size and msg.sketches.min() < max(alpha_min, 1):
+                self.fail("field 'sketches' holds values below the sketches' minimum alpha_min.")
+            if msg.sketches.size and msg.sketches.max() > fm.sketch_max_value(cfg.gamma, k_p, alpha_min):
+                self.fail("field 'sketches' holds values above the largest a sketch can take.")
+        elif cfg.encoder == "fo":
+            table = self.array("perturbed", msg.perturbed, "iu", ndim=2)
+            if table.shape[1] != len(self.columns) or (table < 0).any() or (table >= np.asarray(sizes)).any():
+                self.fail("field 'perturbed' must hold one column of binned codes per column of the party.")
+
+    def ledger(self) -> None:
+        b, cfg = self.budget, self.cfg
+        entries = self.msg.ledger
+        if not isinstance(entries, (list, tuple)) or not all(
+                isinstance(e, LedgerEntry) and e.party in (None, self.party) and e.accounting in ("pure", "approx")
+                for e in entries):
+            self.fail("field 'ledger' must list the party's own pure or (epsilon, delta) entries.")
+        eps, delta = [b.epsilon_local], [b.delta_local]
+        if self.index == cfg.count_leader:
+            eps.append(b.epsilon_count)
+        if b.releases_value_distributions:
+            eps += [b.epsilon_per_binned] * sum(cfg.is_binned(c) for c in self.columns)
+        if cfg.encoder == "fm":
+            share = len(self.columns) / b.n_attributes
+            eps.append(b.epsilon_encoding * share)
+            delta.append(b.delta_encoding * share)
+        elif cfg.encoder == "fo":
+            eps.append(b.epsilon_prime * len(self.columns))
+        spent = (math.fsum(e.epsilon for e in entries), math.fsum(e.delta for e in entries))
+        if not all(math.isclose(s, math.fsum(x), rel_tol=_CALIBRATION_REL) for s, x in zip(spent, (eps, delta))):
+            self.fail("field 'ledger': its entries do not add up to the party's share of the job's budget.")
+
+
+def check_vertical_message(message, config) -> None:
+    """Validate every field of a received VertiMRF party message against the job's public configuration.
+
+    The server trusts nothing a party sends: the sender must be a party of
+    the job and send its own columns; ``local_total`` finite and > 0;
+    ``n_hat`` a finite integer >= 1 from the count leader only; the local
+    model's potentials finite float tables over cliques of the party's
+    columns (domain order, the domain's shapes), ``measured`` and
+    ``graph_edges`` cliques of its columns; value distributions for exactly
+    its binned columns when the job releases them, finite, >= 0, summing to 1
+    within each bin; FM sketches of the configured dtype and shape, between
+    α_min and the largest value a sketch can take; FO tables of binned codes;
+    ledger entries of the party adding up to its share of the budget.
+
+    Parameters
+    ----------
+    message : VerticalMessage
+    config : VerticalConfig
+
+    Raises
+    ------
+    MessageError
+        Naming the party and the field (never a value or a size).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated.vertical import VerticalConfig, VerticalMessage, vertical_budget
+    >>> from skdpsynth.federated.wire import check_vertical_message
+    >>> budget = vertical_budget(1.0, 1e-6, n_parties=2, n_attributes=2, n_binned=0, encoder="none")
+    >>> config = VerticalConfig((("p0", ("a",)), ("p1", ("b",))), Domain(["a", "b"], [2, 3]), budget)
+    >>> msg = VerticalMessage("p0", ("a",), {("a",): np.zeros(2)}, 10.0, [("a",)], [], {}, n_hat=float("nan"))
+    >>> check_vertical_message(msg, config)
+    Traceback (most recent call last):
+    ...
+    skdpsynth.federated.wire.MessageError: Message from 'p0': field 'n_hat' must be a finite integer >= 1.
+    """
+    _VerticalCheck(message, config).run()

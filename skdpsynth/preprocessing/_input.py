@@ -24,7 +24,8 @@ def as_frame(X, names=None, what: str = "X", *, keep_object_lists: bool = False)
     else:
         arr = np.asarray(X, dtype=object) if keep_object_lists and not isinstance(X, np.ndarray) else np.asarray(X)
         if arr.ndim != 2:
-            raise ValueError(f"{what} must be a DataFrame or a 2-D array, got an array of shape {arr.shape}. "
+            # Not the shape: its length is the private record count.
+            raise ValueError(f"{what} must be a DataFrame or a 2-D array, got an array with {arr.ndim} dimension(s). "
                              "Reshape your data, e.g. with array.reshape(-1, 1) for a single column.")
         if names is None or len(names) != arr.shape[1]:
             names = [f"x{j}" for j in range(arr.shape[1])]
@@ -38,8 +39,8 @@ def as_frame(X, names=None, what: str = "X", *, keep_object_lists: bool = False)
 def check_has_columns(frame: pd.DataFrame, owner: str) -> None:
     """Reject a table without columns (0 rows are fine: see the module docs of each step)."""
     if frame.shape[1] == 0:
-        raise ValueError(f"{owner} needs at least one column: got 0 feature(s) (shape={frame.shape}) while a "
-                         "minimum of 1 is required.")
+        # Not the shape: its length is the private record count.
+        raise ValueError(f"{owner} needs at least one column: got 0 feature(s) while a minimum of 1 is required.")
 
 
 def fitted_frame(X, names, owner: str, what: str = "X", *, keep_object_lists: bool = False) -> pd.DataFrame:

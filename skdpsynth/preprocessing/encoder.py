@@ -565,7 +565,8 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
             codes = pd.Index(cats[:n_real], dtype=object).get_indexer(values)
             if missing.any():
                 if self.missing_[col] == "error":
-                    raise ValueError(f"Column {col!r} has {int(missing.sum())} missing values (None/NaN), and "
+                    # Neither how many nor where: both are private.
+                    raise ValueError(f"Column {col!r} has missing values (None/NaN), and "
                                      "missing values get no category unless asked for (missing='error'). Declare "
                                      f"them with missing='category' (or missing={{{col!r}: 'category'}}) when "
                                      "fitting.")
@@ -573,8 +574,8 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
             unknown = (codes < 0) & ~missing
             if unknown.any():
                 if self.handle_unknown_[col] == "error":
-                    bad = pd.unique(values[unknown])[:5].tolist()
-                    raise ValueError(f"Column {col!r} has values not among its categories, e.g. {bad}. Its "
+                    # The values are private: the message names the column only.
+                    raise ValueError(f"Column {col!r} has values not among its categories. Its "
                                      "categories are exact (handle_unknown='error'); set handle_unknown='other' "
                                      f"(or handle_unknown={{{col!r}: 'other'}}) to map such values to the "
                                      f"category {self.other_category!r}.")
@@ -620,8 +621,9 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
             codes = pd.Index(cats, dtype=object).get_indexer(values)
             bad = (codes < 0) & ~na
             if bad.any():
-                raise ValueError(f"Column {col!r} has values that are not among its encoded categories, "
-                                 f"e.g. {pd.unique(values[bad])[:5].tolist()}.")
+                # Not the values: the input may be the real records (e.g. transform's output).
+                raise ValueError(f"Column {col!r} has values that are not among its encoded categories "
+                                 "(categories_); inverse_transform maps exactly those back.")
             other = (codes == n_real) if has_o else np.zeros(len(codes), dtype=bool)
             missing = na | ((codes == len(cats) - 1) if has_m else False)
             result = np.empty(len(codes), dtype=object)

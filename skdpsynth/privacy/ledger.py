@@ -369,19 +369,27 @@ class PrivacyLedger:
         Parameters
         ----------
         delta : float, optional
-            δ of an (ε, δ) statement (see :meth:`guarantee`).  Without it, a
-            ledger of pure entries is stated as pure ε-DP, one with zCDP
-            entries as ρ-zCDP (pure entries folded in as ε²/2), one with
-            (ε, δ) entries as their (Σε, Σδ)-DP, next to the ρ-zCDP of the
-            others if any.
+            δ of an (ε, δ) statement (see :meth:`guarantee`).  Default:
+            :attr:`delta`, the δ the spenders were budgeted (as for
+            :meth:`epsilon` and the repr).  A ledger of pure entries only is
+            stated as pure ε-DP unless a δ > 0 is given.  When the ledger's
+            own δ is unknown (zCDP entries recorded without ``zcdp_delta``)
+            and none is given, the guarantee is stated as it is: ρ-zCDP
+            (pure entries folded in as ε²/2), next to the (Σε, Σδ)-DP of
+            the (ε, δ) entries if any.
 
         Examples
         --------
         >>> from skdpsynth.privacy import PrivacyLedger, cdp_rho
-        >>> ledger = PrivacyLedger()
+        >>> ledger = PrivacyLedger(zcdp_delta=1e-9)  # what a synthesizer given (1, 1e-9) records
         >>> _ = ledger.add("counts", "gaussian", rho=cdp_rho(1.0, 1e-9))
-        >>> ledger.statement(1e-9)
+        >>> ledger.statement()
         '(1.0000, 1e-09)-DP'
+        >>> ledger.statement(1e-6)  # the same spending, stated at another delta
+        '(0.7710, 1e-06)-DP'
+        >>> unknown = PrivacyLedger(ledger.entries)  # the same entries, their delta not recorded
+        >>> unknown.statement()
+        '0.0149731-zCDP'
         """
         leaks = self._of("leak")
         if leaks:
@@ -389,6 +397,8 @@ class PrivacyLedger:
         kinds = {e.accounting for e in self._entries}
         if not kinds:
             return "nothing released from the private data (0-DP)"
+        if delta is None and kinds != {"pure"}:
+            delta = self.delta  # None when zCDP entries do not say which delta they were budgeted with
         if kinds == {"pure"} and not delta:
             return f"{self.total_epsilon():.4f}-DP (pure)"
         if delta:

@@ -57,24 +57,21 @@ class _Column:
     categories: pd.Index | None
     dtype: object
 
-    def encode(self, values: pd.Series, quote: bool = True) -> np.ndarray:
-        """Codes of ``values``; ``quote=False`` keeps offending values out of the error message."""
+    def encode(self, values: pd.Series) -> np.ndarray:
+        """Codes of ``values``; an error names the column only (doc/privacy.md: no private value or count)."""
         if self.kind == "codes":
             return values.to_numpy()
         codes = self.categories.get_indexer(values)
-        if (codes < 0).any():
-            if not quote:
-                raise ValueError(
-                    f"Column {self.name!r} has values (or missing values) outside its public domain of "
-                    f"{self.size} categories; map them to a category first (e.g. an explicit 'other' or "
-                    "'missing' category)."
-                )
-            bad = pd.unique(values[(codes < 0) & values.notna().to_numpy()])[:5]
-            what = f"values {list(bad)} not in" if len(bad) else "missing values, not among"
+        outside = codes < 0
+        if outside.any():
+            # Neither the offending values nor their number: both are private. The category list is not quoted
+            # either: it may come from a dtype read off the data (the fit warns about that separately).
+            missing = values.isna().to_numpy()[outside]
+            what = ("missing values, which are not among its public categories" if missing.all() else
+                    "values outside its public categories" + (" and missing values" if missing.any() else ""))
             raise ValueError(
-                f"Column {self.name!r} has {what} its public categories {list(self.categories)[:10]}"
-                f"{'...' if len(self.categories) > 10 else ''}; map them to a category first "
-                "(e.g. an explicit 'other' or 'missing' category)."
+                f"Column {self.name!r} has {what}; declare them in domain= or map them to a declared category "
+                "first (e.g. an explicit 'other' or 'missing' category)."
             )
         return codes
 
@@ -264,7 +261,10 @@ class BaseSynthesizer(BaseEstimator):
             ``dask.dataframe.read_parquet`` (the columns of ``domain=``), is
             counted out of core, partition by partition on the active dask
             scheduler; ``domain=`` must then give every column (see
-            :mod:`skdpsynth.outofcore`).
+            :mod:`skdpsynth.outofcore`).  The federated methods
+            (``HybridSynthesizer``, ``VerticalMRFSynthesizer``), whose
+            parties take their rows in memory, refuse it with a ``TypeError``
+            before reading anything.
         y : array-like of shape (n_records,), optional
             A column to synthesize with ``X`` (e.g. a classification target),
             appended as the last column (named after ``y.name``, else ``"target"``).
@@ -282,6 +282,7 @@ class BaseSynthesizer(BaseEstimator):
             self._check_remote(X, y)
             frame = None
         elif lazy:  # a dask DataFrame or Parquet files: counted partition by partition (skdpsynth.outofcore)
+            self._refuse_out_of_core(X)
             if y is not None:
                 raise ValueError("With out-of-core data (a dask DataFrame or Parquet files) the target is one of "
                                  "the columns; do not pass y.")
@@ -363,6 +364,25 @@ class BaseSynthesizer(BaseEstimator):
     # Whether fit() takes data that stay with their parties (FederatedData); federated methods set it.
     _fits_federated_data = False
 
+    # None: fit() counts out-of-core input (skdpsynth.outofcore). A method that cannot sets the sentence naming the
+    # inputs it takes instead, and fit() refuses such input before it reads anything.
+    _out_of_core_refusal: str | None = None
+
+    def _refuse_out_of_core(self, X) -> None:
+        """Raise if ``X`` (or one of per-party frames, a list or a dict) is out of core and the method cannot count it.
+
+        Checked before any work: nothing is read or computed from the dask
+        graph or the Parquet files (converting a dask frame to an array would
+        compute it, its length included, and the length is the private record
+        count).
+        """
+        if self._out_of_core_refusal is None:
+            return
+        parts = X.values() if isinstance(X, Mapping) else X if isinstance(X, (list, tuple)) else ()
+        if is_out_of_core(X) or any(is_out_of_core(part) for part in parts):
+            raise TypeError(f"{type(self).__name__} does not fit out-of-core data (a dask DataFrame or Parquet "
+                            f"files): {self._out_of_core_refusal}")
+
     def _check_remote(self, X, y) -> None:
         if not self._fits_federated_data:
             raise TypeError(f"{type(self).__name__} needs the records in this process; {type(X).__name__} "
@@ -382,7 +402,9 @@ class BaseSynthesizer(BaseEstimator):
         else:
             arr = np.asarray(X)
             if arr.ndim != 2:
-                raise ValueError(f"Expected a 2-D table, got an array of shape {arr.shape}.")
+                # Not the shape: its length is the private record count.
+                raise ValueError(f"Expected a 2-D table of records, got an array with {arr.ndim} dimension(s); "
+                                 "pass a DataFrame, or reshape a single column with array.reshape(-1, 1).")
             frame = pd.DataFrame(arr, columns=[f"x{j}" for j in range(arr.shape[1])])  # sklearn's naming
         if frame.shape[1] == 0:
             raise ValueError("The table has no columns.")

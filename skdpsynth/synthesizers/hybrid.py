@@ -34,7 +34,8 @@ import pandas as pd
 from ..domain import Domain
 from ..federated import Federation, HybridPartition
 from ..federated.parties import SECURE_COMPUTATIONS
-from ..federated.dmm import PROTOCOLS, exceeds_paper_bound, measurement_variance, paper_bound_variance
+from ..federated.dmm import (NOISE_MECHANISMS, PROTOCOLS, exceeds_paper_bound, measurement_variance,
+                             paper_bound_variance)
 from ..federated.messages import combine
 from ..federated.runtime import warn_curator_noise
 from ..graphical import GraphicalModel, Measurement, minimum_variance_total, mirror_descent
@@ -203,7 +204,7 @@ def randdpgen(
     def dmm(r: Clique, rho_prime: float, what: str) -> tuple[np.ndarray, float]:
         reply = measure(r, rho_prime, protocol=protocol, n_repeats=e, shortcut=shortcut)
         values, var = combine(reply, domain)
-        ledger.add(f"{what} {' x '.join(map(str, r))} (DMM, {protocol})", "gaussian (distributed)",
+        ledger.add(f"{what} {' x '.join(map(str, r))} (DMM, {protocol})", NOISE_MECHANISMS[protocol],
                    rho=reply.zcdp_charged, sensitivity=1.0, scale=math.sqrt(var), n_values=values.size,
                    per_party=reply.party_rhos(), n_repeats=e)
         return values, var
@@ -479,8 +480,12 @@ class HybridSynthesizer(BaseSynthesizer):
     runtime_ : dict or None
         What crossed between the curator and the parties: ``backend``
         (``"local"``, ``"processes"``, ``"dask"``), ``n_parties``,
-        ``requests``, ``bytes_sent``, ``bytes_received``; ``None`` for the
-        simulated mode (nothing is serialised).
+        ``requests``, and, when the roster is public (an explicit partition,
+        per-party frames or ``FederatedData``), ``bytes_sent`` and
+        ``bytes_received``.  On a roster simulated from ``X`` the byte counts
+        are left out: they grow with the number of records, so they would
+        reveal the private record count.  ``None`` for the simulated mode
+        (nothing is serialised).
 
     Examples
     --------
@@ -499,6 +504,13 @@ class HybridSynthesizer(BaseSynthesizer):
     """
 
     _fits_federated_data = True  # fit(FederatedData(...)): parties on processes or dask workers
+    # The simulated parties take their rows by roster position (random access to an in-memory table), and a roster
+    # simulated from out-of-core data would need its private length: refused (BaseSynthesizer._refuse_out_of_core).
+    _out_of_core_refusal = (
+        "its parties take their rows of the table by roster position in memory, and a roster simulated from the "
+        "data would need the private record count. Pass a pandas DataFrame or an array, per-party DataFrames with "
+        "an ID column, or a FederatedData (skdpsynth.federated.runtime) whose parties read their own files where "
+        "they run.")
 
     def __init__(
         self,
@@ -632,7 +644,9 @@ class HybridSynthesizer(BaseSynthesizer):
             partition are then built by
             :meth:`HybridPartition.from_party_frames
             <skdpsynth.federated.HybridPartition.from_party_frames>` (IDs
-            are a public roster).
+            are a public roster).  Or a
+            :class:`~skdpsynth.federated.runtime.FederatedData`: parties that
+            keep their records and read them where they run.
         y : array-like, optional
             A column to synthesize with X (appended last; it must be in the
             partition's column groups when those are explicit).
@@ -642,7 +656,17 @@ class HybridSynthesizer(BaseSynthesizer):
         Returns
         -------
         self
+
+        Raises
+        ------
+        TypeError
+            On out-of-core input (a dask DataFrame, Parquet files, or
+            per-party frames of them), before anything is read: the parties
+            take their rows in memory, and a roster simulated from the data
+            would need the private record count.  Records too large for the
+            curator's process stay with their parties in a ``FederatedData``.
         """
+        self._refuse_out_of_core(X)
         partition = self.partition if partition is None else partition
         if isinstance(X, dict) and all(isinstance(f, pd.DataFrame) for f in X.values()):
             id_column = "ID"
@@ -673,6 +697,24 @@ class HybridSynthesizer(BaseSynthesizer):
                                         shuffle=recipe.get("shuffle", True),
                                         random_state=int(rng.integers(2**63)))
         return HybridPartition.coerce(partition).validate(columns, n_rows)
+
+    @staticmethod
+    def _runtime_stats(backend, public_roster: bool) -> dict | None:
+        """What crossed between curator and parties (None: the simulated mode, where nothing is serialised).
+
+        The number of requests depends on the public layout and the number of
+        DMM calls (post-processing of noisy answers) only.  The byte counts
+        grow with the roster (the secure product relays records × cells
+        words, the setup carries each party's row count), so they are kept
+        only when the roster is public; on a roster simulated from ``X`` they
+        would give the private record count exactly.
+        """
+        if backend is None:
+            return None
+        stats = {"backend": backend.kind, "n_parties": len(backend.names), "requests": backend.n_requests}
+        if public_roster:
+            stats.update(bytes_sent=backend.bytes_sent, bytes_received=backend.bytes_received)
+        return stats
 
     @staticmethod
     def _is_simulated(partition) -> bool:
@@ -737,11 +779,7 @@ class HybridSynthesizer(BaseSynthesizer):
                 charge_selection=settings["charge_selection"], init=settings["init"], pgm_loss=self.pgm_loss,
                 max_iters=self.max_iters, final_iters=self.final_iters, tol=self.tol,
                 max_model_size=self.max_model_size, log=self._log if self.verbose else (lambda message: None))
-        backend = federation.backend
-        # What crossed between curator and parties (None: the simulated mode, where nothing is serialised).
-        self.runtime_ = None if backend is None else {
-            "backend": backend.kind, "n_parties": len(backend.names), "requests": backend.n_requests,
-            "bytes_sent": backend.bytes_sent, "bytes_received": backend.bytes_received}
+        self.runtime_ = self._runtime_stats(federation.backend, public_roster=not simulated)
         # Honest accounting (§3.3, §3.14): what was measured costs e times its nominal budget.
         n_init = len(domain) if settings["init"] == "oneway" else 0
         init_sum, loop_sum = math.fsum(result.round_budgets[:n_init]), math.fsum(result.round_budgets[n_init:])

@@ -32,6 +32,7 @@ from ...federated import sketches as fm
 from ...federated.binning import his_rec, uniform_value_distributions
 from ...federated.frequency_oracle import fo_marginal, grr_probabilities
 from ...federated.vertical import VerticalConfig, VerticalMessage
+from ...federated.wire import MessageError, check_vertical_message
 from ...graphical import GraphicalModel, JunctionTree, Measurement, mirror_descent
 from .consistency import enforce_consistency, normalise, rake
 
@@ -136,65 +137,61 @@ class VerticalServer:
         self.log = log
 
     # -- reading the messages ---------------------------------------------------------------------------------------
-    def _receive(self, messages: Sequence[VerticalMessage]) -> None:
+    def _receive(self, messages: Sequence[VerticalMessage | bytes]) -> None:
+        """Read the parties' messages (bytes or :class:`VerticalMessage`), validating every field on receipt.
+
+        The server trusts nothing a party sends: each message goes through
+        :func:`~skdpsynth.federated.wire.check_vertical_message` against the
+        public configuration, and anything malformed raises a
+        :class:`~skdpsynth.federated.wire.MessageError` naming the party.
+        """
         cfg = self.config
-        by_name = {}
+        by_name: dict = {}
         for msg in messages:
-            if not isinstance(msg, VerticalMessage):
-                raise TypeError(f"The server reads VerticalMessage objects only, got {type(msg).__name__}.")
+            if isinstance(msg, (bytes, bytearray, memoryview)):
+                msg = VerticalMessage.from_bytes(bytes(msg), config=cfg)
+            elif isinstance(msg, VerticalMessage):
+                check_vertical_message(msg, cfg)
+            else:
+                raise TypeError(f"The server reads VerticalMessage objects or their bytes, got {type(msg).__name__}.")
             if msg.party in by_name:
-                raise ValueError(f"Two messages from party {msg.party!r}.")
+                raise MessageError(msg.party, "a second message from this party.")
             by_name[msg.party] = msg
-        if sorted(by_name) != sorted(cfg.party_names):
-            raise ValueError(f"Expected one message from each of {cfg.party_names}, got {sorted(by_name)}.")
+        missing = [name for name in cfg.party_names if name not in by_name]
+        if missing:
+            raise MessageError(missing[0], "no message from this party.")
         self.messages = [by_name[name] for name in cfg.party_names]
-        counts = [m.n_hat for m in self.messages if m.n_hat is not None]
-        if len(counts) != 1 or self.messages[cfg.count_leader].n_hat is None:
-            raise ValueError("Exactly one message, the count leader's, must carry the noisy record count n̂.")
-        self.n_hat = float(counts[0])
-        self.owner = {}
-        for i, (msg, (name, columns)) in enumerate(zip(self.messages, cfg.parties)):
-            if tuple(msg.columns) != tuple(columns):
-                raise ValueError(f"Party {name!r} sent columns {msg.columns}, the configuration says {columns}.")
-            for col in columns:
-                self.owner[col] = i
+        self.n_hat = float(self.messages[cfg.count_leader].n_hat)  # checked: the leader's only, finite, >= 1
+        self.owner = {col: i for i, (_, columns) in enumerate(cfg.parties) for col in columns}
         domain = cfg.domain
-        self.local_models = {}
-        for msg in self.messages:
-            local = domain.project(msg.columns)
-            self.local_models[msg.party] = GraphicalModel(local, msg.local_potentials, msg.local_total)
-        # Per column: bin map, value distribution and its encoding block.
+        self.local_models = {msg.party: GraphicalModel(domain.project(msg.columns), msg.local_potentials,
+                                                       msg.local_total) for msg in self.messages}
+        # Per column: bin map, value distribution (uniform within bins when none is released) and encoding block.
+        uniform = self.his_rec == "uniform" or not cfg.budget.releases_value_distributions
         self.bin_maps = {c: cfg.bin_map(c) for c in domain.attrs}
         self.value_dists = {}
         for msg in self.messages:
             for col in msg.columns:
-                if cfg.is_binned(col):
-                    if self.his_rec == "uniform":
-                        self.value_dists[col] = uniform_value_distributions(self.bin_maps[col])
-                    elif col not in msg.value_distributions:
-                        raise ValueError(f"Party {msg.party!r} sent no value distribution for binned column {col!r}.")
-                    else:
-                        self.value_dists[col] = np.asarray(msg.value_distributions[col], dtype=float)
-                else:
+                if not cfg.is_binned(col):
                     self.value_dists[col] = np.ones(domain[col])
+                elif uniform:
+                    self.value_dists[col] = uniform_value_distributions(self.bin_maps[col])
+                else:
+                    self.value_dists[col] = np.asarray(msg.value_distributions[col], dtype=float)
         self.blocks = {}
         if cfg.encoder == "fm":
-            k_p, alpha_min = cfg.sketch_parameters
-            self.k_p, self.alpha_min = k_p, alpha_min
+            self.k_p, self.alpha_min = cfg.sketch_parameters
             for msg in self.messages:
-                widths = [cfg.binned_size(c) for c in msg.columns]
-                if msg.sketches is None or msg.sketches.shape != (cfg.n_sketches, sum(widths)):
-                    raise ValueError(f"Party {msg.party!r} sent no sketch tensor of shape "
-                                     f"({cfg.n_sketches}, {sum(widths)}).")
-                offsets = np.concatenate([[0], np.cumsum(widths)])
+                offsets = np.concatenate([[0], np.cumsum([cfg.binned_size(c) for c in msg.columns])])
                 for j, col in enumerate(msg.columns):
                     # Complement sketches once per column (§6.1 [R] complexity).
                     self.blocks[col] = fm.complement_sketches(msg.sketches[:, offsets[j]:offsets[j + 1]])
         elif cfg.encoder == "fo":
-            rows = {m.perturbed.shape[0] if m.perturbed is not None else -1 for m in self.messages}
-            if len(rows) != 1 or -1 in rows:
-                raise ValueError("Every party must send its GRR columns, all with the same number of rows.")
+            rows = self.messages[0].perturbed.shape[0]
             for msg in self.messages:
+                if msg.perturbed.shape[0] != rows:
+                    raise MessageError(msg.party, "field 'perturbed' has another number of rows than the first "
+                                                  "party's (the rows must be aligned).")
                 for j, col in enumerate(msg.columns):
                     self.blocks[col] = np.asarray(msg.perturbed[:, j])
 
@@ -305,8 +302,21 @@ class VerticalServer:
                 keep.append(c)
         return keep
 
-    def fit(self, messages: Sequence[VerticalMessage]) -> ServerResult:
-        """Run Phases 3–5 on the parties' messages and return the global model."""
+    def fit(self, messages: Sequence[VerticalMessage | bytes]) -> ServerResult:
+        """Run Phases 3–5 on the parties' messages and return the global model.
+
+        Parameters
+        ----------
+        messages : sequence of VerticalMessage or bytes
+            One message per party, as objects or as the bytes a party sent.
+
+        Raises
+        ------
+        MessageError
+            If a message is malformed or inconsistent with the configuration
+            (:func:`~skdpsynth.federated.wire.check_vertical_message`), or a
+            party sent none or two; the error names the party.
+        """
         cfg = self.config
         self._receive(messages)
         domain, n_hat, d = cfg.domain, self.n_hat, len(cfg.domain)

@@ -99,8 +99,10 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
     budget_split : dict, optional
         Shares of ε: ``{"local_mrf": .4, "encoding": .4, "count_frac": .1,
         "binning": .2}`` by default (§4.2; ``count_frac`` is the record count's
-        share of ``encoding``).  With no binned column the binning share goes
-        to the sketches.
+        share of ``encoding``).  With no binned column, or with
+        ``his_rec="uniform"``, no value distribution is released and the
+        binning share goes to the sketches.  A zero ``"binning"`` share needs
+        one of those two.
     delta_split : dict, optional
         ``{"local_mrf": .5, "encoding": .5}`` (Alg. 1).
     n_sketches : int, default=2000
@@ -110,13 +112,27 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
     cardinality_estimator : {"hll", "censored_mle", "paper_literal"}, default="hll"
         CarEst's union estimator (§6.1; ``"paper_literal"`` is badly biased, ablation only).
     sketch_accounting : {"theorem2", "rdp_opt"}, default="theorem2"
-        How ε′ is derived from the sketch budget: Theorem 2, or the tighter
-        RDP-optimal conversion (§8, G27).
+        How ε′ is derived from the sketch budget: by the paper's Theorem 2, or
+        by the tighter RDP conversion of its proof (VertiMRF, KDD'24, §4.2
+        and App. C.1).
+        Theorem 2 holds only while the sketch budget ε_enc is at most
+        2.34·ln(1/δ_enc) (:data:`~skdpsynth.federated.sketches.THEOREM2_RANGE`);
+        beyond that ``"theorem2"`` uses the RDP conversion too, so the charged
+        budget is always a valid bound (``privacy_report_["sketch_bound"]``
+        says which one it rests on).
     n_bins : int or None, default=4
         Columns with more values are binned (equal width over the public
         domain, G23) for the encoding; ``None`` disables binning.
     his_rec : {"value_dist", "uniform"}, default="value_dist"
-        HisRec with the noisy value distributions, or UniSam (ablation).
+        How the server spreads a cross-party estimate over a binned column's
+        raw values (the paper's "histogram recovery", HisRec: VertiMRF,
+        KDD'24, §6.1 Eq. (5)).  ``"value_dist"``: each party releases the
+        noisy within-bin value distribution of its binned columns (the
+        ``budget_split`` ``"binning"`` share) and the server spreads by it.
+        ``"uniform"``: evenly within each bin (the paper's UniSam ablation,
+        App. A.1 of its extended version); nothing is released and the
+        binning share goes to the sketches, as in that ablation.  No effect
+        when no column is binned.
     max_clique_size : float, default=2e6
         τ: cells of the largest clique of the global graph (raw domains).
     max_model_size : float, default=4e6
@@ -196,7 +212,8 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         each party's share of the attributes); sums to (ε, δ).
     privacy_report_ : dict
         Per-component budget, ε′, k_p, α_min, the Theorem-2 and RDP-optimal ε
-        of the sketches.
+        of the sketches, and ``sketch_bound``: which of the two the charged
+        sketch budget rests on (``"theorem2"`` or ``"rdp"``).
     messages_ : list of bytes
         Only with ``keep_messages=True``.
 
@@ -217,6 +234,12 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
     >>> round(syn.privacy_ledger_.epsilon(1e-6), 9)
     4.0
     """
+
+    # Each party's sketches are keyed by row position and its local model is fitted in memory; counting its
+    # partitions would need their lengths, i.e. the private record count (BaseSynthesizer._refuse_out_of_core).
+    _out_of_core_refusal = (
+        "every party encodes its records row by row in memory (its sketches are keyed by row position). Pass a "
+        "pandas DataFrame or an array, or per-party DataFrames (a list or a dict).")
 
     def __init__(
         self,
@@ -372,7 +395,15 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         Returns
         -------
         self
+
+        Raises
+        ------
+        TypeError
+            On out-of-core input (a dask DataFrame, Parquet files, or
+            per-party frames of them), before anything is read: every party
+            encodes its records row by row in memory (sketches keyed by row).
         """
+        self._refuse_out_of_core(X)
         party_columns = self.party_columns if party_columns is None else party_columns
         if isinstance(X, Mapping) or (isinstance(X, (list, tuple)) and X
                                       and all(isinstance(f, pd.DataFrame) for f in X)):
@@ -398,7 +429,7 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
                 raise ValueError(f"Party {name!r} holds no columns.")
         lengths = {name: len(f) for name, f in named.items()}
         if len(set(lengths.values())) > 1:
-            raise ValueError(f"The parties hold different numbers of records {lengths}; vertically partitioned "
+            raise ValueError(f"The parties {list(lengths)} hold different numbers of records; vertically partitioned "
                              "frames must be aligned (row i of every frame is the same individual). Align them "
                              "first, e.g. with a private set intersection on a record ID.")
         first_name, first = next(iter(named.items()))
@@ -459,7 +490,7 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         budget = vertical_budget(epsilon, delta, n_parties=m, n_attributes=d, n_binned=len(binned_cols),
                                  encoder=self.encoder, n_sketches=self.n_sketches, budget_split=self.budget_split,
                                  delta_split=self.delta_split, sketch_accounting=self.sketch_accounting,
-                                 fo_accounting=self.fo_accounting)
+                                 fo_accounting=self.fo_accounting, value_distributions=self.his_rec == "value_dist")
         mean_size = sum(domain.shape) / d
         local_cells = self.local_max_clique_size
         if local_cells is None:
@@ -493,7 +524,8 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
             wire.append(message.to_bytes())  # what crosses the trust boundary: bytes, no pickle
             self._log(f"party {name!r}: {len(cols)} columns, message {len(wire[-1]) / 1e6:.2f} MB")
         del keys
-        messages = [VerticalMessage.from_bytes(b) for b in wire]
+        # Received as the server would: every field validated against the public configuration.
+        messages = [VerticalMessage.from_bytes(b, config=config, sender=name) for (name, _), b in zip(parties, wire)]
         for message in messages:
             ledger.extend(message.ledger)
         if self.encoder == "fo":
@@ -550,9 +582,12 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         if budget.encoder == "fm":
             k_p, alpha_min = config.sketch_parameters
             t, d, de = config.n_sketches, budget.n_attributes, budget.delta_encoding
+            theorem2 = fm.theorem2_epsilon(budget.epsilon_prime, t, d, de)
+            rdp = fm.rdp_optimal_epsilon(budget.epsilon_prime, t, d, de)
             report.update(k_p=k_p, alpha_min=alpha_min, sketch_accounting=self.sketch_accounting,
-                          theorem2_epsilon=fm.theorem2_epsilon(budget.epsilon_prime, t, d, de),
-                          rdp_optimal_epsilon=fm.rdp_optimal_epsilon(budget.epsilon_prime, t, d, de))
+                          theorem2_epsilon=theorem2, rdp_optimal_epsilon=rdp,
+                          sketch_bound="theorem2" if self.sketch_accounting == "theorem2" and theorem2 >= rdp
+                          else "rdp")
         self.privacy_report_ = report
 
     def _spent_text(self) -> str:
