@@ -86,7 +86,7 @@ def test_tight_conversion_beats_loose(epsilon, delta):
     assert cdp_epsilon(rho, delta) <= epsilon * (1 + 1e-12)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True)  # the same 40 examples on every run
 @given(rho=st.floats(1e-6, 20.0), delta=st.floats(1e-12, 0.5))
 def test_cdp_epsilon_is_smallest_feasible(rho, delta):
     epsilon = cdp_epsilon(rho, delta)
