@@ -386,7 +386,8 @@ class PartyServer:
             return handler(packet.fields, packet.arrays)
         except (MessageError, PartyDataError):
             raise
-        except (KeyError, TypeError, AttributeError):
+        except (KeyError, TypeError, AttributeError) as exc:
+            self.last_error = exc
             raise MessageError(CURATOR, f"request {op!r} to party {self.name!r} is malformed (a field is missing "
                                         "or of the wrong type).") from None
         except Exception as exc:
