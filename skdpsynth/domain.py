@@ -139,6 +139,20 @@ class Domain(Mapping):
         """Sizes of ``attrs`` in canonical order."""
         return tuple(self[a] for a in self.canonical(attrs))
 
+    def strides(self, attrs: Iterable[str]) -> tuple[int, ...]:
+        """Row-major strides of the marginal over ``attrs``, in canonical order.
+
+        A cell's flat index is ``Σ_a code_a · stride_a``.
+
+        Examples
+        --------
+        >>> from skdpsynth import Domain
+        >>> Domain(["a", "b", "c"], [2, 3, 4]).strides(["c", "a"])
+        (4, 1)
+        """
+        shape = self.shape_of(attrs)
+        return tuple(prod(shape[k + 1:]) for k in range(len(shape)))
+
     def size(self, attrs: Iterable[str] | None = None) -> int:
         """Number of cells of the marginal over ``attrs`` (all attributes by default)."""
         if attrs is None:

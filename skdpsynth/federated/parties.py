@@ -156,24 +156,20 @@ class Party:
             out += self._codes[:, self._position[a]].astype(np.int64) * int(stride)
         return out
 
-    def _local_strides(self, attrs: tuple[str, ...]) -> list[int]:
-        shape = self._domain.shape_of(attrs)
-        return [int(np.prod(shape[k + 1:])) for k in range(len(shape))]
-
     # -- the party's three local steps (each returns only noisy values) -------------------------------
     def noisy_indicators(self, attrs: tuple[str, ...], variance: float, rho: float,
                          rng: np.random.Generator) -> NoisyIndicators:
         """Protocol B: the one-hot matrix over ``attrs`` plus ``N(0, variance)`` on every entry."""
         n_cells = self._domain.size(attrs)
         matrix = rng.normal(0.0, np.sqrt(variance), size=(self.n_rows, n_cells))
-        matrix[np.arange(self.n_rows), self._flat(attrs, self._local_strides(attrs))] += 1.0
+        matrix[np.arange(self.n_rows), self._flat(attrs, self._domain.strides(attrs))] += 1.0
         return NoisyIndicators(self.slice, self.name, attrs, matrix, variance, rho)
 
     def noisy_local_marginal(self, attrs: tuple[str, ...], variance: float, rho: float,
                              rng: np.random.Generator) -> NoisyLocalMarginal:
         """Protocol B shortcut: the party's own marginal over ``attrs`` plus ``N(0, variance)`` per cell."""
         n_cells = self._domain.size(attrs)
-        counts = np.bincount(self._flat(attrs, self._local_strides(attrs)), minlength=n_cells).astype(float)
+        counts = np.bincount(self._flat(attrs, self._domain.strides(attrs)), minlength=n_cells).astype(float)
         return NoisyLocalMarginal(self.slice, self.name, attrs, counts + rng.normal(0.0, np.sqrt(variance), n_cells),
                                   variance, rho)
 
@@ -230,7 +226,7 @@ class Party:
         seed's expansion).
         """
         _, secure_product = _crypto_modules()
-        codes = self._flat(attrs, self._local_strides(attrs))
+        codes = self._flat(attrs, self._domain.strides(attrs))
         self._product = secure_product.ProductParty(message, codes, ledger=ledger)
         return self._product.masked_input()
 
@@ -487,8 +483,7 @@ class Federation:
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
         r = self.domain.canonical(attrs)
-        shape = self.domain.shape_of(r)
-        strides = {a: int(np.prod(shape[k + 1:])) for k, a in enumerate(r)}
+        strides = dict(zip(r, self.domain.strides(r)))
         n_cells = self.domain.size(r)
         call = len(self.replies)
         if self.secure_computation == "cryptographic":

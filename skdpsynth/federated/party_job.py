@@ -18,7 +18,6 @@ setup that describes another job is refused.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -174,8 +173,7 @@ class PartyJob:
         if own != r:
             raise _refuse(f"party {self.name!r} holds only {list(own)} of the marginal {list(r)}, so it cannot "
                           "count it alone.")
-        shape = self.domain.shape_of(r)
-        return [int(math.prod(shape[k + 1:])) for k in range(len(r))], int(math.prod(shape))
+        return list(self.domain.strides(r)), self.domain.size(r)
 
     def product_layout(self, r: Sequence, role: int, peer: str) -> tuple:
         """``(first, second, n, d1, d2)`` of the secure product of ``r`` with slice-mate ``peer``.
