@@ -340,3 +340,88 @@ def test_candidate_errors_bounds_hold_and_restart_for_unrelated_models():
     # A model whose cliques do not include the current ones: the bounds start again from N + total.
     errors.track(GraphicalModel(dom, {("b", "c"): rng.normal(size=(3, 2))}, total=100.0))
     assert np.all(errors.bounds()[1] >= 200)
+
+
+def test_marginal_batch_equals_the_marginals_of_the_records():
+    from skdpsynth.marginals import marginals
+    from skdpsynth.synthesizers.select_measure import MarginalBatch
+
+    rng = np.random.default_rng(0)
+    dom = Domain(list("abcde"), [2, 3, 4, 2, 5])
+    records = np.column_stack([rng.integers(0, k, 300) for k in dom.shape])
+    # Shared prefixes, unsorted and non-canonical input orders, 1- to 4-way.
+    cliques = [("a", "b", "c"), ("c", "b", "a", "e"), ("b",), ("a", "b", "e"), ("e", "d"), ("a", "c"), ("a", "b")]
+    expected = marginals(records, dom, cliques)
+    batch = MarginalBatch(dom, cliques)
+    flat = batch.counts(records)
+    assert flat.size == sum(dom.size(c) for c in cliques)
+    for clique, counts in zip(cliques, batch.split(flat)):
+        np.testing.assert_array_equal(counts, expected[dom.canonical(clique)].ravel(), err_msg=str(clique))
+    np.testing.assert_array_equal(batch.sums(flat), [300] * len(cliques))
+    tables = [expected[dom.canonical(c)] for c in cliques]
+    np.testing.assert_array_equal(batch.concatenate(tables), flat)
+
+
+def test_sampled_errors_are_exact_where_the_model_holds_the_clique_and_close_elsewhere():
+    """Sampled errors: the 1-way and model-held candidates exactly; the others within the sampling error of the
+    model's answer, ‖(total/N)·M_r(S) − M_r(p)‖₁ ≤ √(2/π)·total·Σ_cells √(p_c/N) in expectation (a 6σ margin)."""
+    from skdpsynth.graphical import GraphicalModel
+    from skdpsynth.synthesizers.select_measure import CandidateErrors
+
+    rng = np.random.default_rng(1)
+    dom = Domain(list("abcd"), [3, 4, 2, 5])
+    cands = [("a",), ("a", "b"), ("b", "c"), ("a", "b", "c"), ("a", "c", "d"), ("b", "d")]
+    answers = {c: rng.multinomial(1000, rng.dirichlet(np.ones(dom.size(c)))).astype(float) for c in cands}
+    model = GraphicalModel(dom, {("a", "b"): rng.normal(size=(3, 4)), ("b", "c"): rng.normal(size=(4, 2)),
+                                 ("d",): rng.normal(size=5)}, total=1000.0)
+    errors = CandidateErrors(dom, answers, cands)
+    errors.track(model)
+    exact = np.array([errors.exact(i) for i in range(len(cands))])
+    n = 20_000
+    sampled = errors.sampled(n, np.random.default_rng(2))
+    held = [0, 1, 2]
+    np.testing.assert_array_equal(sampled[held], exact[held])
+    for i in (3, 4, 5):
+        p = model.project(cands[i]).ravel() / model.total
+        bound = np.sqrt(2 / np.pi) * model.total * np.sqrt(p / n).sum()
+        assert abs(sampled[i] - exact[i]) <= 6 * bound, (cands[i], sampled[i], exact[i], bound)
+    assert not np.array_equal(sampled, exact)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"scoring": "fast"}, "scoring must be"),
+    ({"scoring_samples": 0}, "scoring_samples must be"),
+    ({"scoring_samples": True}, "scoring_samples must be"),
+    ({"selections_per_round": 0}, "selections_per_round must be"),
+    ({"selections_per_round": "many"}, "selections_per_round must be"),
+])
+def test_aim_engine_parameters_are_checked(params, message):
+    X, dom = chain_data(200)
+    with pytest.raises(ValueError, match=message):
+        AIMSynthesizer(domain=dom, **params).fit(X)
+
+
+def test_aim_auto_engine_is_chosen_from_public_sizes_and_reported(capsys):
+    """scoring='auto' and selections_per_round='auto' depend on the candidate count and the width only: the same
+    choice on any data over the domain, said in verbose output and kept as fitted attributes."""
+    X, dom = chain_data(500)
+    aim = AIMSynthesizer(1.0, domain=dom, max_iters=20, final_iters=20, verbose=1, random_state=0).fit(X)
+    assert (aim.scoring_, aim.selections_per_round_) == ("exact", 1)
+    assert "scoring: exact (25 candidates); 1 selection(s) per round" in capsys.readouterr().err
+    wide = {f"x{i}": 2 for i in range(20)}          # 20 attributes: 1,350 candidates, sampled, 2 per round
+    Xw = pd.DataFrame(np.random.default_rng(0).integers(0, 2, (300, 20)), columns=list(wide))
+    for data in (Xw, Xw.iloc[::-1] * 0):
+        aim = AIMSynthesizer(1.0, domain=wide, rounds=40, max_iters=5, final_iters=5, random_state=0).fit(data)
+        assert (aim.scoring_, aim.selections_per_round_) == ("sampled", 2)
+    aim = AIMSynthesizer(1.0, domain=wide, rounds=40, max_iters=5, final_iters=5, scoring="exact",
+                         selections_per_round=2, random_state=0).fit(Xw)
+    assert (aim.scoring_, aim.selections_per_round_) == ("exact", 2) and len(aim.selected_) % 2 == 0
+
+
+def test_aim_selections_per_round_above_the_width_is_capped_and_charged_in_full():
+    X, dom = chain_data(500)
+    aim = AIMSynthesizer(1.0, domain=dom, selections_per_round=50, max_iters=20, final_iters=20,
+                         random_state=0).fit(X)
+    assert aim.selections_per_round_ == len(dom) and len(aim.selected_) % len(dom) == 0
+    assert all(len(set(aim.selected_[i:i + 5])) == 5 for i in range(0, len(aim.selected_), 5))
+    assert np.isclose(aim.privacy_ledger_.total_rho(), cdp_rho(1.0, aim.delta), rtol=1e-9)

@@ -130,31 +130,88 @@ def test_mst_tree_edges_are_the_mechanisms_picks(compress, monkeypatch):
 
 
 # -- AIM ---------------------------------------------------------------------------------------------------------------
-def test_aim_measures_the_lazy_mechanisms_pick(table, monkeypatch):
-    """Each round measures the true marginal of the candidate the lazy mechanism picked, selected at sensitivity
-    max |w_r| and at the ε its entry records, which is 0.1 / 0.9 of the round's measurement cost."""
+@pytest.mark.parametrize("engine", [{"scoring": "exact"}, {"scoring": "sampled", "scoring_samples": 500},
+                                    {"scoring": "sampled", "selections_per_round": 3},
+                                    {"scoring": "exact", "selections_per_round": 2}])
+def test_aim_measures_the_lazy_mechanisms_pick(table, engine, monkeypatch):
+    """Each selection is measured: the true marginal of the candidate the lazy mechanism picked, selected at
+    sensitivity max |w_r| and at the ε its entry records, which is 0.1 / 0.9 of its measurement's cost.  Sampled
+    scoring changes only the model's answers in the scores; several selections per round are each charged, and no
+    round measures a candidate twice."""
     spy = NoiseSpy(monkeypatch)
-    aim = AIMSynthesizer(1.0, domain=DOMAIN, rounds=12, max_iters=30, final_iters=30, random_state=0).fit(table)
+    aim = AIMSynthesizer(1.0, domain=DOMAIN, rounds=12, max_iters=30, final_iters=30, random_state=0,
+                         **engine).fit(table)
+    assert aim.scoring_ == engine["scoring"]
+    per_round = engine.get("selections_per_round", 1)
+    assert aim.selections_per_round_ == per_round
     weights = compile_workload(aim.workload_, aim.domain_)
     candidates = list(weights)
     # A 216-cell domain: every candidate's model fits max_model_size, so all are eligible in every round.
     sensitivity = max(abs(w) for w in weights.values())
     calls = spy.calls_to("lazy_exponential_mechanism")
     entries = [e for e in aim.privacy_ledger_ if e.description == "select a marginal"]
-    assert len(calls) == len(entries) == len(aim.selected_) > 1, \
-        f"{len(calls)} selections, {len(entries)} charged, for {len(aim.selected_)} rounds"
+    measured = [c for c in spy.calls_to("gaussian_mechanism") if not c.args["description"].startswith("1-way")]
+    assert len(calls) == len(entries) == len(aim.selected_) == len(measured) > per_round, \
+        f"{len(calls)} selections, {len(entries)} charged, {len(measured)} measured, for {len(aim.selected_)}"
+    assert len(aim.selected_) % per_round == 0
     codes = table.to_numpy()
-    for k, (call, entry) in enumerate(zip(calls, entries)):
-        assert call.args["sensitivity"] == sensitivity, f"round {k}: sensitivity {call.args['sensitivity']}"
+    for k, (call, entry, measurement) in enumerate(zip(calls, entries, measured)):
+        assert call.args["sensitivity"] == sensitivity, f"selection {k}: sensitivity {call.args['sensitivity']}"
         assert len(call.args["upper_bounds"]) == len(candidates)
         assert (entry.scale, entry.sensitivity) == (call.args["epsilon"], call.args["sensitivity"])
         chosen = candidates[call.result]
-        assert aim.selected_[k] == chosen, f"round {k}: selected {aim.selected_[k]}, the mechanism picked {chosen}"
-        measured = _next_call(spy, call, "gaussian_mechanism")
-        np.testing.assert_array_equal(measured.args["values"], marginal(codes, aim.domain_, chosen).ravel(),
-                                      err_msg=f"round {k}: the measurement is not the picked marginal's")
-        # ρ_t split 0.1 selection (ε²/8) / 0.9 measurement (1/(2σ²)), annealed or last round alike.
-        assert math.isclose(call.args["epsilon"] ** 2 / 8, 1 / (2 * measured.args["sigma"] ** 2) / 9, rel_tol=1e-9)
+        assert aim.selected_[k] == chosen, f"selection {k}: selected {aim.selected_[k]}, the mechanism picked {chosen}"
+        np.testing.assert_array_equal(measurement.args["values"], marginal(codes, aim.domain_, chosen).ravel(),
+                                      err_msg=f"selection {k}: the measurement is not the picked marginal's")
+        # The measurements of a round come after all its selections.
+        assert spy.calls.index(measurement) > spy.calls.index(calls[k - k % per_round + per_round - 1])
+        # ρ split 0.1 selection (ε²/8) / 0.9 measurement (1/(2σ²)), annealed or last round alike.
+        assert math.isclose(call.args["epsilon"] ** 2 / 8, 1 / (2 * measurement.args["sigma"] ** 2) / 9,
+                            rel_tol=1e-9)
+    for start in range(0, len(aim.selected_), per_round):
+        in_round = aim.selected_[start:start + per_round]
+        assert len(set(in_round)) == per_round, f"a round measured a candidate twice: {in_round}"
+
+
+def test_aim_sampled_scores_read_the_data_only_through_the_true_marginals(table, monkeypatch):
+    """Sampled scoring: every selection's scores are w_r(‖y_r − Â_r‖₁ − κ_r/2 − √(2/π)σ n_r), with Â_r the marginal
+    of records that ``sample_model`` drew from the model (scaled to its total), exact for 1-way and model-held
+    candidates; so the only data in a score is y_r, and its sensitivity is |w_r| as for exact scores."""
+    import skdpsynth.synthesizers.select_measure as select_measure
+
+    drawn = []
+    real_sample_model = select_measure.sample_model
+
+    def recording(model, **kw):
+        records = real_sample_model(model, **kw)
+        drawn.append((model, records))
+        return records
+    monkeypatch.setattr(select_measure, "sample_model", recording)
+    spy = NoiseSpy(monkeypatch)
+    aim = AIMSynthesizer(1.0, domain=DOMAIN, rounds=12, max_iters=30, final_iters=30, scoring="sampled",
+                         scoring_samples=500, random_state=0).fit(table)
+    weights = compile_workload(aim.workload_, aim.domain_)
+    candidates = list(weights)
+    calls = spy.calls_to("lazy_exponential_mechanism")
+    measured = [c for c in spy.calls_to("gaussian_mechanism") if not c.args["description"].startswith("1-way")]
+    assert len(drawn) == len(calls) == len(measured) > 1
+    codes, domain = table.to_numpy(), aim.domain_
+    for k, ((model, records), call, measurement) in enumerate(zip(drawn, calls, measured)):
+        assert records.shape == (500, len(domain))
+        sigma = measurement.args["sigma"]
+        expected = []
+        for r in candidates:
+            y = marginal(codes, domain, r).ravel()
+            if len(r) == 1 or any(set(r) <= set(c) for c in model.cliques):
+                error = np.abs(y - model.project(r).ravel()).sum()
+            else:
+                share = marginal(records, domain, r).ravel() / 500
+                inflation = np.sqrt(2 / np.pi) * model.total * np.sqrt(share * (1 - share) / 500).sum()
+                error = np.abs(y - model.total * share).sum() - 0.5 * inflation
+            expected.append(weights[r] * (error - np.sqrt(2 / np.pi) * sigma * y.size))
+        np.testing.assert_allclose(call.args["upper_bounds"], expected, rtol=1e-9, atol=1e-9,
+                                   err_msg=f"selection {k}: the scores are not those of records drawn from the model")
+        assert call.args["sensitivity"] == max(abs(w) for w in weights.values())
 
 
 # -- RandDPGen ---------------------------------------------------------------------------------------------------------
@@ -350,6 +407,9 @@ REPLAYED = {
     "AIM": lambda: AIMSynthesizer(3.0, domain=DOMAIN, rounds=12, max_iters=30, final_iters=30, random_state=0),
     "AIM-round_stopping=None": lambda: AIMSynthesizer(3.0, domain=DOMAIN, rounds=12, max_iters=30, final_iters=30,
                                                       round_stopping=None, random_state=0),
+    "AIM-sampled-3-per-round": lambda: AIMSynthesizer(3.0, domain=DOMAIN, rounds=12, max_iters=30, final_iters=30,
+                                                      scoring="sampled", scoring_samples=400,
+                                                      selections_per_round=3, random_state=0),
     "Partition-strict-model": lambda: _ppsyn(partition_source="model"),
     "Partition-strict-initial_model-uniform": lambda: _ppsyn(measurement_form="uniform"),
     "View-auto": lambda: ViewSynthesizer(1.0, domain=DOMAIN, view_size="auto", variant="dpview+", n_search=20,

@@ -5,18 +5,22 @@ Workload-aware select-measure-generate:
 1. candidates = the downward closure of the workload, each weighted by
    ``w_r = Σ_s c_s |r ∩ s|``;
 2. spend part of the budget on every 1-way marginal and fit a first model;
-3. rounds (at most ``16 d``), each costing ``ρ_t`` split 0.1 selection / 0.9 measurement:
+3. rounds (at most ``16 d`` measurements), each measurement costing ``ρ_t`` split 0.1 selection / 0.9 measurement:
 
    * keep the candidates whose junction tree stays within
      ``max_model_size · ρ_used / ρ`` MB (or that the model already covers);
-   * select one with the exponential mechanism on
-     ``w_r (‖M_r(D) − M_r(p)‖₁ − √(2/π) σ n_r)`` (sensitivity ``max w_r``),
-     computed lazily: the same distribution, scoring only the candidates
-     whose upper bound (an earlier score plus how far the model can have
-     moved since) could still win;
-   * measure it with Gaussian noise σ and re-estimate (warm start);
-   * annealing: if the model's answer on the new clique moved by less than the
-     expected noise ``√(2/π) σ n_r``, halve σ and double ε for later rounds;
+   * select ``k`` (``selections_per_round``, default 1, more on wide tables)
+     with the exponential mechanism on
+     ``w_r (‖M_r(D) − A_r‖₁ − √(2/π) σ n_r)`` (sensitivity ``max w_r``), one
+     after another, each over the candidates not yet picked this round;
+     ``A_r`` is the model's answer ``M_r(p)``, computed lazily (the same
+     distribution, scoring only the candidates whose upper bound, an earlier
+     score plus how far the model can have moved since, could still win), or,
+     with sampled scoring (the default above 1,000 candidates), estimated from
+     records drawn from the model;
+   * measure them with Gaussian noise σ and re-estimate (warm start);
+   * annealing: if the model's answers on the new cliques moved by less than
+     the expected noise ``√(2/π) σ Σ n_r``, halve σ and double ε for later rounds;
    * when less than two rounds' budget is left, the last round spends exactly the remainder;
 
 4. a final, longer estimate; generate by randomized rounding.
@@ -48,6 +52,84 @@ __all__ = ["AIMSynthesizer"]
 # longer estimate instead was worse (0.0193/0.0563): the chunks' extra iterations help, not only the decision.
 _ANNEAL_CHECK_ITERS = (10, 20, 40, 80)
 
+# scoring="auto": sampled scoring above this many candidates (the 3-way workload of 19 attributes or more).
+_SAMPLED_SCORING_CANDIDATES = 1000
+# scoring_samples="auto": 50,000 records up to this many candidates, 25,000 above (a round's scoring work grows as
+# records times candidates).
+_MANY_CANDIDATES = 10_000
+# selections_per_round="auto": one selection per round for each this many attributes.
+_ATTRIBUTES_PER_SELECTION = 8
+
+
+def _child_generator(rng: np.random.Generator) -> np.random.Generator:
+    """An independent generator for the scoring records, which leaves ``rng``'s own stream untouched."""
+    try:
+        return rng.spawn(1)[0]
+    except TypeError:   # a bit generator without a seed sequence
+        return np.random.default_rng(rng.integers(2**63))
+
+
+class _Selector:
+    """A round's selections: ``k`` exponential mechanisms, each over the candidates that fit the size limit and
+    were not picked before it in the round, on the round's scores ``w_r (‖M_r(D) − A_r‖₁ − √(2/π) σ n_r)``.
+
+    ``A_r`` comes from the model: exactly and lazily (``"exact"``: only the candidates whose bound could win
+    are scored, by inference), or for every candidate from records drawn from the model (``"sampled"``).
+    """
+
+    def __init__(self, domain: Domain, candidates: list, weight: np.ndarray, errors: CandidateErrors,
+                 scoring: str, n_samples: int, scoring_rng: np.random.Generator):
+        self.domain, self.candidates, self.weight, self.errors = domain, candidates, weight, errors
+        self.scoring, self.n_samples, self.scoring_rng = scoring, n_samples, scoring_rng
+        self.abs_weight = np.abs(weight)
+        self.by_abs_weight = np.argsort(-self.abs_weight, kind="stable")
+        self.n_cells = np.array([domain.size(c) for c in candidates], dtype=float)
+        self.size_cache: dict = {}
+
+    def select(self, model, k: int, sigma: float, epsilon: float, size_limit: float, rng,
+               ledger: PrivacyLedger) -> tuple[list, int]:
+        """The round's ``k`` picks, and how many scores were computed."""
+        candidates, weight, errors = self.candidates, self.weight, self.errors
+        errors.track(model)
+        bias = np.sqrt(2 / np.pi) * sigma * self.n_cells
+        if self.scoring == "sampled":
+            sampled_scores = weight * (errors.sampled(self.n_samples, self.scoring_rng) - bias)
+        chosen: list = []
+        scored = []
+        for _ in range(k):
+            fits = model_size_check(self.domain, model.cliques + chosen, size_limit, self.size_cache)
+
+            def eligible(i: int) -> bool:
+                return candidates[i] not in chosen and fits(candidates[i])
+
+            # The exponential mechanism over the candidates that fit, with sensitivity their largest |weight|.
+            sensitivity = next(self.abs_weight[i] for i in self.by_abs_weight if eligible(i))
+            if self.scoring == "sampled":
+                upper = sampled_scores
+
+                def score(i: int) -> float:
+                    scored.append(i)
+                    return sampled_scores[i]
+            else:
+                def score(i: int) -> float:
+                    scored.append(i)
+                    return weight[i] * (errors.exact(i) - bias[i])
+
+                # Scoring and size-checking every candidate each round is what made wide tables slow (20,875
+                # candidates for 50 attributes): the lazy mechanism (same distribution) scores only those whose
+                # upper bound could win; the bounds follow the earlier scores and how far the model moved since.
+                error_low, error_high = errors.bounds()
+                upper = np.where(weight >= 0, weight * (error_high - bias), weight * (error_low - bias))
+            # Scores in threads, each with a one-thread BLAS (see single_threaded_blas), also when there is one
+            # thread: the sums are then BLAS products whatever the thread count, so the scores' bits are the same.
+            # The selection is the same with any number of threads.
+            with single_threaded_blas():
+                pick = lazy_exponential_mechanism(upper, score, epsilon=epsilon, sensitivity=sensitivity,
+                                                  eligible=eligible, workers=num_threads(), random_state=rng,
+                                                  ledger=ledger, description="select a marginal")
+            chosen.append(candidates[pick])
+        return chosen, len(scored)
+
 
 class AIMSynthesizer(BaseSynthesizer):
     """AIM: workload-adaptive selection of marginals, fitted with Private-PGM.
@@ -67,7 +149,10 @@ class AIMSynthesizer(BaseSynthesizer):
         of the default workload fits, the largest smaller marginals that do
         are used (said with ``verbose``); ``workload_`` holds what was used.
     rounds : int, optional
-        Upper bound on the number of rounds (default ``16 · n_attributes``).
+        The paper's ``T``: each measurement's first budget is that of ``T``
+        equal measurements (default ``16 · n_attributes``), so this bounds
+        the number of measurements; a round makes ``selections_per_round_``
+        of them.
     max_model_size : float, default=80
         Junction-tree size limit in MB, scaled by the fraction of the budget used.
     max_iters : int, default=1000
@@ -98,6 +183,38 @@ class AIMSynthesizer(BaseSynthesizer):
         iterations lowered the residual from 0.95σ to 0.72σ and left the
         synthetic data's 2- and 3-way TVD unchanged (0.0200 → 0.0203, 0.0570
         → 0.0571).
+    scoring : {"auto", "exact", "sampled"}, default="auto"
+        How the selection computes the model's answers ``A_r`` in its
+        scores.  ``"exact"``: by inference on the model, for the candidates
+        that could win (lazy selection).  ``"sampled"``: every round,
+        ``scoring_samples`` records are drawn from the model and ``A_r`` is
+        their marginal scaled to the model's total (exact for 1-way
+        candidates and those the model holds); the records come from the
+        released model alone, so the scores keep sensitivity ``max w_r``
+        and the guarantee is the same.  ``"auto"``: sampled when there are
+        more than 1,000 candidates (the default workload on 19 attributes
+        or more), where exact inference on thousands of 3-way marginals
+        dominates a fit; the choice is in ``scoring_`` and the verbose
+        output.  On Adult (305 candidates) auto is exact.
+    scoring_samples : "auto" or int, default="auto"
+        Records ``S`` drawn per round for sampled scoring.  The estimate's
+        L1 error on an ``n_r``-cell marginal is about
+        ``√(2/π) N √(n_r / S)`` at most for ``N`` records, and the work per
+        round grows as ``S`` times the number of candidates.  ``"auto"``:
+        50,000 up to 10,000 candidates, 25,000 above (in
+        ``scoring_samples_``).  Fewer records make noisier scores, which
+        favour candidates of many cells (the largest of many noisy scores
+        wins) and so larger, slower models: on the 25-attribute benchmark
+        table, 25,000 records made one seed's fit five times slower.
+    selections_per_round : "auto" or int, default="auto"
+        Candidates selected (each with its own exponential mechanism, on the
+        round's scores, excluding those already picked) and measured before
+        each re-estimate.  Each is charged as a round of one would be, so
+        the budget and the number of measurements are unchanged; only the
+        model is re-fitted ``k`` times less often.  ``"auto"``: one per 8
+        attributes (1 up to 15 attributes, so on Adult; 3 for 25, 6 for 50,
+        12 for 100); at most the number of attributes; in
+        ``selections_per_round_``.
     sampling : {"round", "sample"}, default="round"
     random_state : None, int or numpy.random.Generator
     verbose : int, default=0
@@ -109,6 +226,12 @@ class AIMSynthesizer(BaseSynthesizer):
         ``max_cells`` filter (public: computed from the domain alone).
     selected_ : list of tuple
         The cliques selected and measured, in order.
+    scoring_ : {"exact", "sampled"}
+        The scoring used (see ``scoring``).
+    scoring_samples_ : int
+        The records drawn per round for sampled scoring (see ``scoring_samples``).
+    selections_per_round_ : int
+        The selections per round used (see ``selections_per_round``).
 
     Notes
     -----
@@ -143,6 +266,9 @@ class AIMSynthesizer(BaseSynthesizer):
         tol: float = 1e-6,
         round_stopping: str | None = "noise",
         final_stopping: str | None = "noise",
+        scoring: str = "auto",
+        scoring_samples="auto",
+        selections_per_round="auto",
         sampling: str = "round",
         random_state=None,
         verbose: int = 0,
@@ -159,6 +285,9 @@ class AIMSynthesizer(BaseSynthesizer):
         self.tol = tol
         self.round_stopping = round_stopping
         self.final_stopping = final_stopping
+        self.scoring = scoring
+        self.scoring_samples = scoring_samples
+        self.selections_per_round = selections_per_round
         self.sampling = sampling
         self.random_state = random_state
         self.verbose = verbose
@@ -173,6 +302,34 @@ class AIMSynthesizer(BaseSynthesizer):
             raise ValueError(f"final_stopping must be 'noise' or None, got {self.final_stopping!r}.")
         if not self.max_model_size > 0:
             raise ValueError(f"max_model_size must be > 0, got {self.max_model_size!r}.")
+        if self.scoring not in ("auto", "exact", "sampled"):
+            raise ValueError(f"scoring must be 'auto', 'exact' or 'sampled', got {self.scoring!r}.")
+        samples = self.scoring_samples
+        if not (samples == "auto" or (isinstance(samples, (int, np.integer)) and not isinstance(samples, bool)
+                                      and samples >= 1)):
+            raise ValueError(f"scoring_samples must be 'auto' or a positive integer, got {samples!r}.")
+        k = self.selections_per_round
+        if not (k == "auto" or (isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1)):
+            raise ValueError(f"selections_per_round must be 'auto' or a positive integer, got {k!r}.")
+
+    def _choose_engine(self, domain: Domain, n_candidates: int) -> None:
+        """``scoring_`` and ``selections_per_round_`` from the hyper-parameters and public sizes only."""
+        if self.scoring == "auto":
+            self.scoring_ = "sampled" if n_candidates > _SAMPLED_SCORING_CANDIDATES else "exact"
+        else:
+            self.scoring_ = self.scoring
+        if self.scoring_samples == "auto":
+            self.scoring_samples_ = 50_000 if n_candidates <= _MANY_CANDIDATES else 25_000
+        else:
+            self.scoring_samples_ = int(self.scoring_samples)
+        if self.selections_per_round == "auto":
+            self.selections_per_round_ = max(1, len(domain) // _ATTRIBUTES_PER_SELECTION)
+        else:
+            # Every 1-way candidate fits any size limit, so up to d selections always find an eligible candidate.
+            self.selections_per_round_ = min(int(self.selections_per_round), len(domain))
+        self._log(f"scoring: {self.scoring_}"
+                  + (f" on {self.scoring_samples_:,} records drawn from the model" if self.scoring_ == "sampled" else "")
+                  + f" ({n_candidates:,} candidates); {self.selections_per_round_} selection(s) per round")
 
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
         rounds = self.rounds or 16 * len(domain)
@@ -187,6 +344,7 @@ class AIMSynthesizer(BaseSynthesizer):
         self.workload_ = workload
         weights = compile_workload(workload, domain)
         candidates = list(weights)
+        self._choose_engine(domain, len(candidates))
         # The true answers of every candidate are held for the whole fit; refuse before computing them.
         cells = sum(domain.size(c) for c in candidates)
         check_memory(8.0 * cells + self.max_model_size * 2**20,
@@ -196,9 +354,6 @@ class AIMSynthesizer(BaseSynthesizer):
         answers = {c: t.ravel() for c, t in marginals(codes, domain, candidates).items()}
         errors = CandidateErrors(domain, answers, candidates)
         weight = np.array([weights[c] for c in candidates], dtype=float)
-        abs_weight = np.abs(weight)
-        by_abs_weight = np.argsort(-abs_weight, kind="stable")
-        n_cells = np.array([answers[c].size for c in candidates], dtype=float)
 
         sigma = np.sqrt(rounds / (2 * 0.9 * rho))
         epsilon = np.sqrt(8 * 0.1 * rho / rounds)
@@ -208,68 +363,44 @@ class AIMSynthesizer(BaseSynthesizer):
         model, info = mirror_descent(domain, measurements, iters=self.max_iters, tol=self.tol)
 
         self.selected_ = []
-        size_cache: dict = {}
+        selector = _Selector(domain, candidates, weight, errors, self.scoring_, self.scoring_samples_,
+                             _child_generator(rng))
+        per_round = self.selections_per_round_
         terminate = False
         while not terminate:
-            round_cost = 0.5 / sigma**2 + epsilon**2 / 8
+            round_cost = per_round * (0.5 / sigma**2 + epsilon**2 / 8)
             if rho - rho_used < 2 * round_cost:
                 # Last round: spend exactly what is left, 0.9 measuring and 0.1 selecting.
                 remaining = rho - rho_used
-                sigma = np.sqrt(1 / (2 * 0.9 * remaining))
-                epsilon = np.sqrt(8 * 0.1 * remaining)
+                sigma = np.sqrt(per_round / (2 * 0.9 * remaining))
+                epsilon = np.sqrt(8 * 0.1 * remaining / per_round)
                 terminate = True
-            rho_used += 0.5 / sigma**2 + epsilon**2 / 8
-            errors.track(model)
+            rho_used += per_round * (0.5 / sigma**2 + epsilon**2 / 8)
             size_limit = self.max_model_size * rho_used / rho
-            fits = model_size_check(domain, model.cliques, size_limit, size_cache)
-            # The exponential mechanism over the candidates that fit, with sensitivity their largest |weight|.
-            sensitivity = next(abs_weight[i] for i in by_abs_weight if fits(candidates[i]))
-
-            bias = np.sqrt(2 / np.pi) * sigma * n_cells
-
-            scored = []
-
-            def score(i: int) -> float:
-                scored.append(i)
-                return weight[i] * (errors.exact(i) - bias[i])
-
-            # Scoring and size-checking every candidate each round is what made wide tables slow (20,875
-            # candidates for 50 attributes): the lazy mechanism (same distribution) scores only those whose
-            # upper bound could win; the bounds follow the earlier scores and how far the model moved since.
-            error_low, error_high = errors.bounds()
-            upper = np.where(weight >= 0, weight * (error_high - bias), weight * (error_low - bias))
-            # Scores in threads, each with a one-thread BLAS (see single_threaded_blas), also when there is one
-            # thread: the sums are then BLAS products whatever the thread count, so the scores' bits are the same.
-            # The selection is the same with any number of threads.
-            with single_threaded_blas():
-                chosen = candidates[
-                    lazy_exponential_mechanism(upper, score, epsilon=epsilon, sensitivity=sensitivity,
-                                               eligible=lambda i: fits(candidates[i]), workers=num_threads(),
-                                               random_state=rng, ledger=ledger, description="select a marginal")
-                ]
-            new = measure_marginals(codes, domain, [chosen], sigma, rng, ledger)
+            chosen, n_scored = selector.select(model, per_round, sigma, epsilon, size_limit, rng, ledger)
+            new = measure_marginals(codes, domain, chosen, sigma, rng, ledger)
             measurements += new
-            before = model.project(chosen).ravel()
+            before = [model.project(c).ravel() for c in chosen]
             # Warm start: the previous potentials, and the step size the last estimate ended with.  Stop once
             # the model fits everything as well as the last one did, plus the new answers to their noise level
             # (one χ² unit each): past that point the round only refines what later rounds and the final
             # estimate refine anyway.  (Also holding the stop until the new clique alone fits to its noise
             # level was measured worse on Adult at ε = 1: TVD2 0.0473 against 0.0428 on seed 1.)
-            # Annealing asks whether the *fitted* model moved less than the noise on the new clique.  A round
+            # Annealing asks whether the *fitted* model moved less than the noise on the new cliques.  A round
             # stopped as soon as it fits to the noise level has not finished moving, so the test would pass
             # too soon (Adult, ε = 10, seed 0: σ halved at round 14 instead of 22, 30 rounds instead of 46,
             # TVD3 0.0570 against 0.0549).  So a round whose test would pass goes on, chunk by chunk of
             # _ANNEAL_CHECK_ITERS, until it fails.
-            threshold = np.sqrt(2 / np.pi) * sigma * before.size
+            threshold = np.sqrt(2 / np.pi) * sigma * sum(b.size for b in before)
 
-            def moved_less_than_noise() -> bool:   # the annealing test, on the model's answer so far
-                return np.abs(after - before).sum() <= threshold
+            def moved_less_than_noise() -> bool:   # the annealing test, on the model's answers so far
+                return sum(np.abs(a - b).sum() for a, b in zip(after, before)) <= threshold
 
-            target = info.loss + new[0].n_answers if self.round_stopping == "noise" else None
+            target = info.loss + sum(m.n_answers for m in new) if self.round_stopping == "noise" else None
             model, info = mirror_descent(domain, measurements, potentials=model, iters=self.max_iters,
                                          tol=self.tol, step_size=info.step_size, target_loss=target)
             iterations, extra = info.iterations, 0
-            after = model.project(chosen).ravel()
+            after = [model.project(c).ravel() for c in chosen]
             if target is not None and not terminate:
                 for chunk in _ANNEAL_CHECK_ITERS:
                     if not moved_less_than_noise():
@@ -277,15 +408,16 @@ class AIMSynthesizer(BaseSynthesizer):
                     model, info = mirror_descent(domain, measurements, potentials=model, iters=chunk,
                                                  tol=self.tol, step_size=info.step_size)
                     extra += info.iterations
-                    after = model.project(chosen).ravel()
+                    after = [model.project(c).ravel() for c in chosen]
                     if info.iterations < chunk:   # converged: the movement is final
                         break
-            self.selected_.append(chosen)
+            self.selected_ += chosen
             self._log(
-                f"round {len(self.selected_)}: {chosen} (sigma {sigma:.1f}), budget used {rho_used / rho:.1%}, "
-                f"residual {info.residual:.3f} sigma, model {model.size_mb():.2f} MB, {iterations + extra} iterations "
-                f"({extra} after fitting to the noise), "
-                f"{len(scored):,} of {len(candidates):,} candidates scored"
+                f"round {len(self.selected_) // per_round}: {', '.join(map(str, chosen))} (sigma {sigma:.1f}), "
+                f"budget used {rho_used / rho:.1%}, residual {info.residual:.3f} sigma, model {model.size_mb():.2f} "
+                f"MB, {iterations + extra} iterations ({extra} after fitting to the noise), "
+                + (f"{len(candidates):,} candidates scored on {self.scoring_samples_:,} sampled records"
+                   if self.scoring_ == "sampled" else f"{n_scored:,} of {len(candidates):,} candidates scored")
             )
             if not terminate and moved_less_than_noise():
                 sigma /= 2
