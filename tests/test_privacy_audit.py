@@ -493,10 +493,13 @@ def test_audit_mst_synthesizer():
 
 
 @pytest.mark.slow
-def test_audit_aim_synthesizer():
+@pytest.mark.parametrize("engine", [{}, {"scoring": "sampled", "scoring_samples": 200, "selections_per_round": 2}],
+                         ids=["exact", "sampled-2-per-round"])
+def test_audit_aim_synthesizer(engine):
+    """Also with sampled scores and two selections per round (the wide-table defaults' release path)."""
     res, _ = _synth_audit(
-        "AIMSynthesizer", lambda rng: AIMSynthesizer(_EPS, _DELTA, domain=_DOMAIN, rounds=6, max_iters=20,
-                                                     final_iters=30, random_state=rng),
+        f"AIMSynthesizer {engine}", lambda rng: AIMSynthesizer(_EPS, _DELTA, domain=_DOMAIN, rounds=6, max_iters=20,
+                                                               final_iters=30, random_state=rng, **engine),
         lambda s: _record_count_in_model(s.model_), _EPS, n_runs=250, delta=_DELTA, seed=31)
     assert res.epsilon_lower_bound <= _EPS
 
