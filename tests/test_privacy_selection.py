@@ -171,6 +171,8 @@ def test_aim_measures_the_lazy_mechanisms_pick(table, engine, monkeypatch):
     for start in range(0, len(aim.selected_), per_round):
         in_round = aim.selected_[start:start + per_round]
         assert len(set(in_round)) == per_round, f"a round measured a candidate twice: {in_round}"
+        for a, b in itertools.combinations(in_round, 2):
+            assert len(set(a) & set(b)) < 2, f"two picks of a round share a pair of attributes: {in_round}"
 
 
 def test_aim_sampled_scores_read_the_data_only_through_the_true_marginals(table, monkeypatch):
