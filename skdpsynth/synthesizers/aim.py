@@ -72,7 +72,8 @@ def _child_generator(rng: np.random.Generator) -> np.random.Generator:
 
 class _Selector:
     """A round's selections: ``k`` exponential mechanisms, each over the candidates that fit the size limit and
-    were not picked before it in the round, on the round's scores ``w_r (‖M_r(D) − A_r‖₁ − √(2/π) σ n_r)``.
+    share at most one attribute with the round's earlier picks, on the round's scores
+    ``w_r (‖M_r(D) − A_r‖₁ − √(2/π) σ n_r)``.
 
     ``A_r`` comes from the model: exactly and lazily (``"exact"``: only the candidates whose bound could win
     are scored, by inference), or for every candidate from records drawn from the model (``"sampled"``).
