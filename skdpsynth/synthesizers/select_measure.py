@@ -16,6 +16,7 @@ these rather than each writing its own.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import combinations
 
 import numpy as np
 
@@ -227,9 +228,11 @@ class CandidateErrors:
         """
         model = self.model
         estimate = np.full(len(self.candidates), np.nan)
-        held = [set(c) for c in model.cliques]
+        # The candidates a model clique holds: one set lookup each, not a subset test against every clique.
+        ways = {len(r) for r in self.candidates if len(r) > 1}
+        held = {frozenset(s) for c in model.cliques for k in ways if k <= len(c) for s in combinations(c, k)}
         for i, r in enumerate(self.candidates):
-            if len(r) == 1 or any(set(r) <= c for c in held):
+            if len(r) == 1 or frozenset(r) in held:
                 estimate[i] = self.exact(i)
         drawn = np.isnan(estimate)
         if not drawn.any():
