@@ -555,13 +555,17 @@ def test_audit_hybrid_synthesizer_over_the_federated_runtime():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("form", ["uniform", "aggregate"])
-def test_audit_partition_synthesizer(form):
-    """PPSyn strict mode: EM on the bounded utility, noisy contribution, partitioned measurements."""
+@pytest.mark.parametrize("form, engine", [
+    ("uniform", {}), ("aggregate", {}),
+    ("aggregate", {"scoring": "sampled", "scoring_samples": 200, "selections_per_round": 2}),
+], ids=["uniform", "aggregate", "aggregate-sampled-2-per-round"])
+def test_audit_partition_synthesizer(form, engine):
+    """PPSyn strict mode: EM on the bounded utility, noisy contribution, partitioned measurements; also with sampled
+    deviations and two selections per round (the wide-table defaults' release path)."""
     res, _ = _synth_audit(
-        f"PartitionSynthesizer strict {form}",
+        f"PartitionSynthesizer strict {form} {engine}",
         lambda rng: PartitionSynthesizer(_EPS, _DELTA, domain=_DOMAIN, rounds=6, max_iters=20, final_iters=30,
-                                         measurement_form=form, random_state=rng),
+                                         measurement_form=form, random_state=rng, **engine),
         lambda s: _record_count_in_model(s.model_), _EPS, n_runs=200, delta=_DELTA, seed=35)
     assert res.epsilon_lower_bound <= _EPS
 

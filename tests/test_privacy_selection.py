@@ -175,10 +175,8 @@ def test_aim_measures_the_lazy_mechanisms_pick(table, engine, monkeypatch):
             assert len(set(a) & set(b)) < 2, f"two picks of a round share a pair of attributes: {in_round}"
 
 
-def test_aim_sampled_scores_read_the_data_only_through_the_true_marginals(table, monkeypatch):
-    """Sampled scoring: every selection's scores are w_r(‖y_r − Â_r‖₁ − κ_r/2 − √(2/π)σ n_r), with Â_r the marginal
-    of records that ``sample_model`` drew from the model (scaled to its total), exact for 1-way and model-held
-    candidates; so the only data in a score is y_r, and its sensitivity is |w_r| as for exact scores."""
+def _record_model_draws(monkeypatch) -> list:
+    """``(model, records)`` of every draw of scoring records from a model (select_measure's ``sample_model``)."""
     import skdpsynth.synthesizers.select_measure as select_measure
 
     drawn = []
@@ -189,6 +187,14 @@ def test_aim_sampled_scores_read_the_data_only_through_the_true_marginals(table,
         drawn.append((model, records))
         return records
     monkeypatch.setattr(select_measure, "sample_model", recording)
+    return drawn
+
+
+def test_aim_sampled_scores_read_the_data_only_through_the_true_marginals(table, monkeypatch):
+    """Sampled scoring: every selection's scores are w_r(‖y_r − Â_r‖₁ − κ_r/2 − √(2/π)σ n_r), with Â_r the marginal
+    of records that ``sample_model`` drew from the model (scaled to its total), exact for 1-way and model-held
+    candidates; so the only data in a score is y_r, and its sensitivity is |w_r| as for exact scores."""
+    drawn = _record_model_draws(monkeypatch)
     spy = NoiseSpy(monkeypatch)
     aim = AIMSynthesizer(1.0, domain=DOMAIN, rounds=12, max_iters=30, final_iters=30, scoring="sampled",
                          scoring_samples=500, random_state=0).fit(table)
@@ -287,6 +293,52 @@ def test_ppsyn_measures_the_pair_the_mechanism_picked(table, strict_utility, mon
         released = _next_call(spy, call, "gaussian_mechanism")
         np.testing.assert_array_equal(released.args["values"], [opts.captured[j]])
         assert math.isclose(released.args["rho"], rho_c, rel_tol=REL)
+
+
+def test_ppsyn_sampled_picks_read_the_data_only_through_the_true_marginals(table, monkeypatch):
+    """Sampled scoring, three picks per round: the deviations a round's options are built on are
+    ``y_w − total·share`` with the shares of records ``sample_model`` drew from the model (exact projections for
+    1-way and model-held candidates), so ``G`` has sensitivity 1; each pick's mechanism sees the round's utilities
+    with the options of candidates sharing two attributes with an earlier pick of the round at -inf."""
+    drawn = _record_model_draws(monkeypatch)
+    spy = NoiseSpy(monkeypatch)
+    spy.trace(selection.strict_options)
+    syn = _ppsyn(rounds=8, scoring="sampled", scoring_samples=300, selections_per_round=3).fit(table)
+    codes, domain = table.to_numpy(), syn.domain_
+    rounds = spy.calls_to("strict_options")
+    assert len(rounds) == syn.selected_[-1]["round"] and len(drawn) == len(rounds) > 1
+    for (model, records), made in zip(drawn, rounds):
+        shares, deviations = made.args["sampled_shares"], made.args["deviations"]
+        assert records.shape == (300, len(domain)) and made.args["n_samples"] == 300
+        assert made.args["total"] == model.total
+        for w in made.args["candidates"]:
+            y = marginal(codes, domain, w).astype(float)
+            if len(w) == 1 or any(set(w) <= set(c) for c in model.cliques):
+                assert w not in shares
+                np.testing.assert_allclose(deviations[w], y - model.project(w), rtol=1e-12, atol=1e-9)
+            else:
+                np.testing.assert_array_equal(shares[w], marginal(records, domain, w) / 300)
+                np.testing.assert_allclose(deviations[w], y - model.total * shares[w], rtol=1e-12, atol=1e-9)
+    # Every pick is the lazy mechanism (same distribution; it asks the costly size test only of options that
+    # could win) over the options that obey the rule, with the exact utilities as bounds.
+    calls = [c for c in spy.calls if c.name in ("exponential_mechanism", "lazy_exponential_mechanism")]
+    assert len(calls) == len(syn.selected_)
+    for k, (call, record) in enumerate(zip(calls, syn.selected_)):
+        made = rounds[record["round"] - 1]
+        opts, candidates = made.result, made.args["candidates"]
+        earlier = [set(r["clique"]) for r in syn.selected_[:k] if r["round"] == record["round"]]
+        assert call.name == "lazy_exponential_mechanism"
+        scores = np.asarray(call.args["upper_bounds"])
+        if not earlier:
+            np.testing.assert_array_equal(scores, opts.utility)
+        assert call.args["sensitivity"] == 1.0
+        kept = np.isfinite(scores)
+        np.testing.assert_array_equal(scores[kept], opts.utility[kept])
+        for j, i in enumerate(opts.candidate):
+            if any(len(set(candidates[i]) & p) >= 2 or set(candidates[i]) == p for p in earlier):
+                assert scores[j] == -np.inf, f"selection {k}: {candidates[i]} shares two attributes with a pick"
+        assert record["clique"] == candidates[int(opts.candidate[call.result])]
+    assert max(r["round"] for r in syn.selected_) < len(syn.selected_)
 
 
 def _true_marginals(X: pd.DataFrame, domain) -> list[np.ndarray]:
@@ -414,6 +466,8 @@ REPLAYED = {
                                                       selections_per_round=3, random_state=0),
     "Partition-strict-model": lambda: _ppsyn(partition_source="model"),
     "Partition-strict-initial_model-uniform": lambda: _ppsyn(measurement_form="uniform"),
+    "Partition-strict-sampled-3-per-round": lambda: _ppsyn(rounds=8, scoring="sampled", scoring_samples=300,
+                                                           selections_per_round=3),
     "View-auto": lambda: ViewSynthesizer(1.0, domain=DOMAIN, view_size="auto", variant="dpview+", n_search=20,
                                          random_state=4),
 }

@@ -39,6 +39,9 @@ from ..utils import check_memory
 from .base import BaseSynthesizer
 from .select_measure import (
     CandidateErrors,
+    check_engine_params,
+    child_generator,
+    choose_engine,
     compile_workload,
     measure_marginals,
     model_size_check,
@@ -52,22 +55,6 @@ __all__ = ["AIMSynthesizer"]
 # Adult at ε = 10 (3 seeds): TVD2/TVD3 0.0190/0.0553 with these chunks; testing after every iteration of one
 # longer estimate instead was worse (0.0193/0.0563): the chunks' extra iterations help, not only the decision.
 _ANNEAL_CHECK_ITERS = (10, 20, 40, 80)
-
-# scoring="auto": sampled scoring above this many candidates (the 3-way workload of 19 attributes or more).
-_SAMPLED_SCORING_CANDIDATES = 1000
-# scoring_samples="auto": 50,000 records up to this many candidates, 25,000 above (a round's scoring work grows as
-# records times candidates).
-_MANY_CANDIDATES = 10_000
-# selections_per_round="auto": one selection per round for each this many attributes.
-_ATTRIBUTES_PER_SELECTION = 8
-
-
-def _child_generator(rng: np.random.Generator) -> np.random.Generator:
-    """An independent generator for the scoring records, which leaves ``rng``'s own stream untouched."""
-    try:
-        return rng.spawn(1)[0]
-    except TypeError:   # a bit generator without a seed sequence
-        return np.random.default_rng(rng.integers(2**63))
 
 
 class _Selector:
@@ -312,32 +299,12 @@ class AIMSynthesizer(BaseSynthesizer):
             raise ValueError(f"final_stopping must be 'noise' or None, got {self.final_stopping!r}.")
         if not self.max_model_size > 0:
             raise ValueError(f"max_model_size must be > 0, got {self.max_model_size!r}.")
-        if self.scoring not in ("auto", "exact", "sampled"):
-            raise ValueError(f"scoring must be 'auto', 'exact' or 'sampled', got {self.scoring!r}.")
-        samples = self.scoring_samples
-        if not (samples == "auto" or (isinstance(samples, (int, np.integer)) and not isinstance(samples, bool)
-                                      and samples >= 1)):
-            raise ValueError(f"scoring_samples must be 'auto' or a positive integer, got {samples!r}.")
-        k = self.selections_per_round
-        if not (k == "auto" or (isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1)):
-            raise ValueError(f"selections_per_round must be 'auto' or a positive integer, got {k!r}.")
+        check_engine_params(self.scoring, self.scoring_samples, self.selections_per_round)
 
     def _choose_engine(self, domain: Domain, n_candidates: int) -> None:
         """``scoring_`` and ``selections_per_round_`` from the hyper-parameters and public sizes only."""
-        if self.scoring == "auto":
-            self.scoring_ = "sampled" if n_candidates > _SAMPLED_SCORING_CANDIDATES else "exact"
-        else:
-            self.scoring_ = self.scoring
-        if self.scoring_samples == "auto":
-            self.scoring_samples_ = 50_000 if n_candidates <= _MANY_CANDIDATES else 25_000
-        else:
-            self.scoring_samples_ = int(self.scoring_samples)
-        if self.selections_per_round == "auto":
-            self.selections_per_round_ = max(1, len(domain) // _ATTRIBUTES_PER_SELECTION)
-        else:
-            # Every 1-way candidate fits any size limit and shares one attribute with a pick at most, so up to d
-            # selections always find an eligible candidate.
-            self.selections_per_round_ = min(int(self.selections_per_round), len(domain))
+        self.scoring_, self.scoring_samples_, self.selections_per_round_ = choose_engine(
+            self.scoring, self.scoring_samples, self.selections_per_round, len(domain), n_candidates)
         self._log(f"scoring: {self.scoring_}"
                   + (f" on {self.scoring_samples_:,} records drawn from the model" if self.scoring_ == "sampled" else "")
                   + f" ({n_candidates:,} candidates); {self.selections_per_round_} selection(s) per round")
@@ -375,7 +342,7 @@ class AIMSynthesizer(BaseSynthesizer):
 
         self.selected_ = []
         selector = _Selector(domain, candidates, weight, errors, self.scoring_, self.scoring_samples_,
-                             _child_generator(rng))
+                             child_generator(rng))
         per_round = self.selections_per_round_
         terminate = False
         while not terminate:

@@ -36,7 +36,26 @@ __all__ = [
     "filter_by_model_size",
     "model_size_check",
     "resolve_workload",
+    "check_engine_params",
+    "choose_engine",
+    "child_generator",
+    "held_by_model",
+    "sampled_shares",
 ]
+
+# Share of the sampling inflation's bound taken off sampled errors (AIM's scores, PartitionSynthesizer's captured
+# contributions).  Measured with AIM on the 25-attribute benchmark table (models of ε = 0.2 and 2 fits, all
+# ~2,500 out-of-model candidates, 50,000 records): the inflation was 0.45-0.63 of the bound on average; with half
+# taken off, the mean error against exact scoring went from +6,700 / +8,500 to -800 / +1,000 (exact errors
+# averaging 14,100 / 7,700).
+INFLATION_SHARE = 0.5
+# scoring="auto": sampled scoring above this many candidates (the 3-way workload of 19 attributes or more).
+SAMPLED_SCORING_CANDIDATES = 1000
+# scoring_samples="auto": 50,000 records up to this many candidates, 25,000 above (a round's scoring work grows as
+# records times candidates).
+MANY_CANDIDATES = 10_000
+# selections_per_round="auto": one selection per round for each this many attributes.
+ATTRIBUTES_PER_SELECTION = 8
 
 Clique = tuple[str, ...]
 
@@ -157,11 +176,7 @@ class CandidateErrors:
 
     # Relative slack on the bounds: the errors are sums of up to 10^4-10^6 rounded terms.
     _SLACK = 1e-9
-    # Share of the sampling inflation's bound taken off sampled errors.  Measured on the 25-attribute benchmark
-    # table (models of ε = 0.2 and 2 fits, all ~2,500 out-of-model candidates, 50,000 records): the inflation
-    # was 0.45-0.63 of the bound on average; with half taken off, the mean error against exact scoring went from
-    # +6,700 / +8,500 to -800 / +1,000 (exact errors averaging 14,100 / 7,700).
-    _INFLATION_SHARE = 0.5
+    _INFLATION_SHARE = INFLATION_SHARE
 
     def __init__(self, domain: Domain, answers: Mapping[Clique, np.ndarray], candidates: Sequence[Clique]):
         self.candidates = list(candidates)
@@ -228,12 +243,8 @@ class CandidateErrors:
         """
         model = self.model
         estimate = np.full(len(self.candidates), np.nan)
-        # The candidates a model clique holds: one set lookup each, not a subset test against every clique.
-        ways = {len(r) for r in self.candidates if len(r) > 1}
-        held = {frozenset(s) for c in model.cliques for k in ways if k <= len(c) for s in combinations(c, k)}
-        for i, r in enumerate(self.candidates):
-            if len(r) == 1 or frozenset(r) in held:
-                estimate[i] = self.exact(i)
+        for i in np.flatnonzero(held_by_model(model, self.candidates)):
+            estimate[i] = self.exact(i)
         drawn = np.isnan(estimate)
         if not drawn.any():
             return estimate
@@ -527,4 +538,125 @@ def resolve_workload(workload, domain: Domain, max_cells: int | None, default_wa
             f"No clique of the workload has at most max_cells={max_cells:,} cells (the smallest has "
             f"{smallest:,}). Raise max_cells (or pass max_cells=None) or give smaller cliques."
         )
+    return out
+
+
+# ------------------------------------------------------------------ the selection engine on wide tables
+def check_engine_params(scoring, scoring_samples, selections_per_round) -> None:
+    """Validate the ``scoring``, ``scoring_samples`` and ``selections_per_round`` hyper-parameters.
+
+    Examples
+    --------
+    >>> from skdpsynth.synthesizers.select_measure import check_engine_params
+    >>> check_engine_params("auto", 10_000, 2)
+    >>> check_engine_params("fast", "auto", "auto")
+    Traceback (most recent call last):
+    ...
+    ValueError: scoring must be 'auto', 'exact' or 'sampled', got 'fast'.
+    """
+    if scoring not in ("auto", "exact", "sampled"):
+        raise ValueError(f"scoring must be 'auto', 'exact' or 'sampled', got {scoring!r}.")
+    if not (scoring_samples == "auto" or (isinstance(scoring_samples, (int, np.integer))
+                                          and not isinstance(scoring_samples, bool) and scoring_samples >= 1)):
+        raise ValueError(f"scoring_samples must be 'auto' or a positive integer, got {scoring_samples!r}.")
+    k = selections_per_round
+    if not (k == "auto" or (isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1)):
+        raise ValueError(f"selections_per_round must be 'auto' or a positive integer, got {k!r}.")
+
+
+def choose_engine(scoring, scoring_samples, selections_per_round, n_attributes: int,
+                  n_candidates: int) -> tuple[str, int, int]:
+    """The engine's ``(scoring, scoring_samples, selections_per_round)`` from the hyper-parameters and public
+    sizes only (so the same for any data over a domain).
+
+    ``"auto"``: sampled scoring above 1,000 candidates; 50,000 records up to 10,000 candidates, 25,000 above;
+    one selection per round per 8 attributes.  Selections are capped at ``n_attributes``: every 1-way candidate
+    shares at most one attribute with any pick, so up to ``n_attributes`` picks always find an eligible one.
+
+    Examples
+    --------
+    >>> from skdpsynth.synthesizers.select_measure import choose_engine
+    >>> choose_engine("auto", "auto", "auto", n_attributes=14, n_candidates=305)     # Adult's 3-way workload
+    ('exact', 50000, 1)
+    >>> choose_engine("auto", "auto", "auto", n_attributes=50, n_candidates=20_875)
+    ('sampled', 25000, 6)
+    """
+    chosen = scoring if scoring != "auto" else (
+        "sampled" if n_candidates > SAMPLED_SCORING_CANDIDATES else "exact")
+    samples = int(scoring_samples) if scoring_samples != "auto" else (
+        50_000 if n_candidates <= MANY_CANDIDATES else 25_000)
+    k = (max(1, n_attributes // ATTRIBUTES_PER_SELECTION) if selections_per_round == "auto"
+         else min(int(selections_per_round), n_attributes))
+    return chosen, samples, k
+
+
+def child_generator(rng: np.random.Generator) -> np.random.Generator:
+    """An independent generator (for the scoring records), which leaves ``rng``'s own stream untouched.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.synthesizers.select_measure import child_generator
+    >>> rng = np.random.default_rng(0)
+    >>> state = rng.bit_generator.state
+    >>> child = child_generator(rng)
+    >>> rng.bit_generator.state == state, child is rng
+    (True, False)
+    """
+    try:
+        return rng.spawn(1)[0]
+    except TypeError:   # a bit generator without a seed sequence
+        return np.random.default_rng(rng.integers(2**63))
+
+
+def held_by_model(model: GraphicalModel, candidates: Sequence[Clique]) -> np.ndarray:
+    """Which candidates are 1-way or inside a model clique (their marginals are cheap, exact projections).
+
+    One set lookup per candidate against the subsets of the model's cliques, not a subset test against each.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import GraphicalModel
+    >>> from skdpsynth.synthesizers.select_measure import held_by_model
+    >>> dom = Domain(["a", "b", "c"], [2, 2, 2])
+    >>> model = GraphicalModel(dom, {("a", "b"): np.zeros((2, 2)), ("c",): np.zeros(2)}, total=10.0)
+    >>> held_by_model(model, [("c",), ("b", "a"), ("a", "c")]).tolist()
+    [True, True, False]
+    """
+    ways = {len(r) for r in candidates if len(r) > 1}
+    held = {frozenset(s) for c in model.cliques for k in ways if k <= len(c) for s in combinations(c, k)}
+    return np.array([len(r) == 1 or frozenset(r) in held for r in candidates], dtype=bool)
+
+
+def sampled_shares(model: GraphicalModel, candidates: Sequence[Clique], n_samples: int,
+                   rng: np.random.Generator) -> dict[Clique, np.ndarray]:
+    """The candidates' marginals of ``n_samples`` records drawn from ``model`` (randomized rounding), as shares.
+
+    Each is shaped over the candidate's attributes in its own order.  The records come from the model alone,
+    so anything computed from them is post-processing of what the model was fitted on.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import GraphicalModel
+    >>> from skdpsynth.synthesizers.select_measure import sampled_shares
+    >>> dom = Domain(["a", "b"], [2, 3])
+    >>> shares = sampled_shares(GraphicalModel(dom, {}, total=6.0), [("b", "a")], 600, np.random.default_rng(0))
+    >>> shares[("b", "a")].shape, float(shares[("b", "a")].sum())
+    ((3, 2), 1.0)
+    """
+    if not candidates:
+        return {}
+    domain = model.domain
+    records = sample_model(model, n_records=n_samples, method="round", random_state=rng)
+    batch = MarginalBatch(domain, candidates)
+    flat = batch.counts(records) / float(n_samples)
+    out = {}
+    for r, cells in zip(candidates, batch.split(flat)):
+        canonical = domain.canonical(r)
+        table = cells.reshape(domain.project(canonical).shape)
+        out[r] = table if tuple(r) == canonical else table.transpose([canonical.index(a) for a in r])
     return out

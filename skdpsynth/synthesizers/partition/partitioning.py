@@ -39,6 +39,7 @@ __all__ = [
     "aggregation_matrix",
     "captured_contribution",
     "group_errors",
+    "group_sum_statistic",
     "merge_sequence",
     "partition",
     "partition_sequence",
@@ -407,26 +408,48 @@ def captured_contribution(seq: PartitionSequence, residual: npt.ArrayLike, steps
     >>> captured_contribution(seq, d, range(len(seq))).tolist()
     [0.0, 0.0, 4.0, 4.0, 4.0, 6.0]
     """
-    d = np.asarray(residual, dtype=np.float64).reshape(seq.shape)
+    return group_sum_statistic(seq, residual, steps, np.abs)
+
+
+def group_sum_statistic(seq: PartitionSequence, values: npt.ArrayLike, steps: npt.ArrayLike,
+                        statistic=np.abs) -> np.ndarray:
+    """``Σ_{I ∈ P_t} f(Σ_{i ∈ I} x_i)`` at every requested step: a function of the group sums, summed over groups.
+
+    ``f = abs`` gives :func:`captured_contribution`.  ``values`` may carry leading axes (several arrays over the
+    same cells, e.g. a deviation and the shares it was computed from); the result then has those axes first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> seq = split_sequence([[4.0, 4.0, 0.0], [4.0, 3.0, 9.0]])
+    >>> share = np.array([[0.25, 0.25, 0.0], [0.25, 0.125, 0.125]])
+    >>> group_sum_statistic(seq, share, [0, 1], np.square).tolist()   # Σ_I p_I²: 1 group, then 2
+    [1.0, 0.5]
+    """
     steps = np.asarray([seq._step(t) for t in np.atleast_1d(steps)], dtype=np.int64)
+    x = np.asarray(values, dtype=np.float64)
+    lead = x.shape[:x.ndim - len(seq.shape)] if x.shape[x.ndim - len(seq.shape):] == tuple(seq.shape) else ()
+    x = x.reshape(lead + tuple(seq.shape))
     if seq.kind == "merge":
-        flat = d.ravel()
-        out = np.empty(steps.size)
-        for j, t in enumerate(steps):   # one bincount per requested step (a handful, 1-way marginals)
+        flat = x.reshape(lead + (-1,))
+        out = np.empty(lead + (steps.size,))
+        for j, t in enumerate(steps):   # one group-sum per requested step (a handful, 1-way marginals)
             labels = seq.labels(int(t))
-            out[j] = np.abs(np.bincount(labels, weights=flat, minlength=int(labels.max()) + 1)).sum()
+            onehot = np.zeros((labels.size, int(labels.max()) + 1))
+            onehot[np.arange(labels.size), labels] = 1.0
+            out[..., j] = statistic(flat @ onehot).sum(axis=-1)
         return out
     # Every rectangle's sum from a zero-padded summed-area table (inclusion-exclusion over its 2^ndim corners).
-    table = np.pad(d, [(1, 0)] * d.ndim)
-    for axis in range(d.ndim):
+    ndim = len(seq.shape)
+    table = np.pad(x, [(0, 0)] * len(lead) + [(1, 0)] * ndim)
+    for axis in range(len(lead), x.ndim):
         table = np.cumsum(table, axis=axis)
-    sums = np.zeros(len(seq._lo))
-    for corner in np.ndindex(*(2,) * d.ndim):
-        pick = np.asarray(corner, dtype=bool)
-        index = tuple(seq._hi[:, a] if pick[a] else seq._lo[:, a] for a in range(d.ndim))
-        sums += (-1) ** (d.ndim - int(pick.sum())) * table[index]
+    sums = np.zeros(lead + (len(seq._lo),))
+    for corner in np.ndindex(*(2,) * ndim):
+        index = tuple(seq._hi[:, a] if corner[a] else seq._lo[:, a] for a in range(ndim))
+        sums += (-1) ** (ndim - sum(corner)) * table[(Ellipsis,) + index]
     live = (seq._born[None, :] <= steps[:, None]) & (seq._died[None, :] > steps[:, None])
-    return live.astype(np.float64) @ np.abs(sums)
+    return np.moveaxis(live.astype(np.float64) @ np.moveaxis(statistic(sums), -1, 0), 0, -1)
 
 
 # ------------------------------------------------------------------------------------------ Algorithm 3 sequence

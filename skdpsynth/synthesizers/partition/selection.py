@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from ...graphical import GraphicalModel
-from .partitioning import PartitionSequence, captured_contribution, partition_sequence
+from ..select_measure import INFLATION_SHARE
+from .partitioning import PartitionSequence, captured_contribution, group_sum_statistic, partition_sequence
 
 __all__ = ["SequenceCache", "StrictOptions", "contributions", "paper_scores", "strict_options", "stopping_point"]
 
@@ -233,7 +234,9 @@ def _step_grid(seq: PartitionSequence) -> np.ndarray:
 
 def strict_options(cache: SequenceCache, candidates: list[Clique], proxies: Mapping[Clique, np.ndarray],
                    deviations: Mapping[Clique, np.ndarray], eta: float, *, uniform: bool,
-                   partitions: bool = True, noise_per_group: float | None = None) -> StrictOptions:
+                   partitions: bool = True, noise_per_group: float | None = None,
+                   sampled_shares: Mapping[Clique, np.ndarray] | None = None, n_samples: int | None = None,
+                   total: float | None = None) -> StrictOptions:
     """Strict PartSele's choices and utilities (spec §16 S1–S3, with the captured contribution).
 
     For every candidate ``w``, the public sequence of its proxy marginal is cut at ``k = 1, 2, 4, …`` groups,
@@ -247,6 +250,11 @@ def strict_options(cache: SequenceCache, candidates: list[Clique], proxies: Mapp
     utility is instead the *gain* ``G − r − k·noise_per_group``: the deviation the measurement can correct minus
     the noise its ``k`` sums add — AIM's quality score, applied to partitions.  It has sensitivity 1.
     ``partitions=False`` offers single cells only (whole marginals: an ablation).
+
+    ``sampled_shares`` (sampled scoring): for the candidates it holds, the model's marginal in ``deviations`` was
+    estimated from ``n_samples`` records drawn from the model (``total`` times their shares ``p̂``), which inflates
+    every ``|Σ_I d_i|`` by up to ``√(2/π)·total·√(p̂_I(1 − p̂_I)/n_samples)``; half of that bound is taken off each
+    option's ``G`` (as in AIM's sampled scores: a constant given the records, so ``G`` keeps sensitivity 1).
 
     Examples
     --------
@@ -263,24 +271,37 @@ def strict_options(cache: SequenceCache, candidates: list[Clique], proxies: Mapp
     >>> opts.utility.round(3).tolist()
     [3.528, 0.0, 0.0, 3.528, 2.222, 2.12]
     """
+    sampled_shares = sampled_shares or {}
+    inflation = INFLATION_SHARE * np.sqrt(2 / np.pi) * (total or 0.0)
+
+    def spread(p: np.ndarray) -> np.ndarray:   # √(p(1 − p)/S): the sampled share's standard deviation
+        return np.sqrt(np.clip(p * (1 - p), 0.0, None) / n_samples)
+
     parts = []
     for i, w in enumerate(candidates):
-        d = deviations[w]
+        d, share = deviations[w], sampled_shares.get(w)
+        whole = np.abs(d).sum()
+        if share is not None:
+            whole -= inflation * spread(share).sum()
         if not partitions:
-            parts.append((np.array([i]), np.array([-1]), np.array([float(d.size)]), np.zeros(1),
-                          np.array([np.abs(d).sum()])))
+            parts.append((np.array([i]), np.array([-1]), np.array([float(d.size)]), np.zeros(1), np.array([whole])))
             continue
         seq, _ = cache.get(w, proxies[w])
         steps = _step_grid(seq)
         sizes = seq.sizes[steps].astype(np.float64)
         errors = seq.errors[steps] if uniform else np.zeros(steps.size)
-        captured = captured_contribution(seq, d, steps)
+        if share is None:
+            captured = captured_contribution(seq, d, steps)
+        else:   # the deviation's and the shares' group sums in one pass
+            both = group_sum_statistic(seq, np.stack([d.reshape(seq.shape), share.reshape(seq.shape)]), steps,
+                                       lambda sums: np.stack([np.abs(sums[0]), spread(sums[1])]))
+            captured = both[0] - inflation * both[1]
         n = d.size
         if sizes.max() < n:   # single cells: captures all of Contr, no reconstruction error
             steps = np.append(steps, -1)
             sizes = np.append(sizes, n)
             errors = np.append(errors, 0.0)
-            captured = np.append(captured, np.abs(d).sum())
+            captured = np.append(captured, whole)
         parts.append((np.full(steps.size, i), steps, sizes, np.maximum(errors, 0.0), captured))
     cand, step, sizes, errors, captured = (np.concatenate(x) for x in zip(*parts))
     if noise_per_group is None:

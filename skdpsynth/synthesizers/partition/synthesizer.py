@@ -26,6 +26,10 @@ the measurement share over T and four times that), which bounds the rounds and k
 the rest.  ``privacy_mode="paper"`` runs the algorithm as published — partitions,
 budgets and scores from the raw data — which is not differentially private (spec §15.1): it warns, records the
 leak in the ledger and never states a DP guarantee.
+
+On wide tables (more than 1,000 candidates: 19 attributes or more with the default workload) strict mode scores
+each round on records drawn from the model instead of exact inference, and makes one selection per 8 attributes
+before each re-estimate (``scoring``, ``selections_per_round``; the same options as AIM's, see ``doc/partition.md``).
 """
 from __future__ import annotations
 
@@ -34,12 +38,27 @@ import numpy as np
 from ...domain import Domain
 from ...graphical import Measurement, mirror_descent
 from ...marginals import marginals
-from ...privacy import PrivacyLedger, exponential_mechanism, gaussian_mechanism, warn_privacy_leak
+from ...privacy import (
+    PrivacyLedger,
+    exponential_mechanism,
+    gaussian_mechanism,
+    lazy_exponential_mechanism,
+    warn_privacy_leak,
+)
 from ...utils import check_memory
 from ..base import BaseSynthesizer
-from ..select_measure import compile_workload, filter_by_model_size, resolve_workload
+from ..select_measure import (
+    check_engine_params,
+    child_generator,
+    choose_engine,
+    compile_workload,
+    held_by_model,
+    model_size_check,
+    resolve_workload,
+    sampled_shares,
+)
 from .partitioning import aggregation_matrix, required_rho, uniform_estimate
-from .selection import SequenceCache, contributions, paper_scores, strict_options
+from .selection import SequenceCache, StrictOptions, contributions, paper_scores, strict_options
 
 __all__ = ["PartitionSynthesizer"]
 
@@ -51,6 +70,105 @@ _REFRESH = 0.01
 _STRICT_MAX_STEPS = 255
 # Strict mode's default junction-tree size limit, MB (see ``max_model_size``).
 _STRICT_MAX_MODEL_MB = 10.0
+
+
+class _Budget:
+    """The budget used so far, and how one measurement's ``ρ_m`` is settled: clipped to ``round_budget``, never
+    more than is left, and all that is left when less than a selection's worth would remain."""
+
+    def __init__(self, rho: float, used: float, rho_sel: float, bounds, max_selections: int | None):
+        self.rho, self.used, self.rho_sel, self.bounds, self.max_selections = rho, used, rho_sel, bounds, max_selections
+
+    def settle(self, rho_m: float, strict: bool, n_selected: int) -> tuple[float, bool, bool]:
+        """``(rho_m, skipped, final)`` for a selection whose error target asks for ``rho_m``."""
+        # Never overshoot, never leave less than a selection's worth.
+        available = self.rho - self.used - self.rho_sel
+        if self.bounds is not None and np.isfinite(rho_m):
+            # A measurement gets at least the floor (less noise than its error target asks for; bounds the
+            # number of rounds and the model's growth) and at most the cap (no single marginal takes the rest).
+            rho_m = float(np.clip(rho_m, *self.bounds))
+        last = self.max_selections is not None and n_selected + 1 >= self.max_selections
+        # Skip only with room for a real round after it (2 ρ_sel: float rounding cannot leave a budget ≤ 0).
+        skipped = not np.isfinite(rho_m) and strict and available > 2 * self.rho_sel and not last
+        # The slack keeps float rounding from leaving a next round with a budget ≤ 0 (the round_budget floor
+        # makes exact ties likely).
+        slack = 1e-9 * self.rho
+        final = False
+        if not skipped and (not np.isfinite(rho_m) or rho_m > available
+                            or available - rho_m <= self.rho_sel + slack or last):
+            rho_m, final = available, True
+        return rho_m, skipped, final
+
+
+class _StrictSelector:
+    """Strict PartSele's options for a round, and which of them a round's next pick may take.
+
+    The deviations ``d_w = M_w(D) − M_w(p̂)`` use the model's marginals by inference (``"exact"``) or, for the
+    multi-way candidates no model clique holds, from records drawn from the model (``"sampled"``); either way
+    they depend on the data only through ``M_w(D)``, so each option's ``G`` has sensitivity 1.
+    """
+
+    def __init__(self, domain: Domain, candidates: list, answers, cache: SequenceCache, initial_proxy, eta: float,
+                 *, uniform: bool, partitions: bool, noise_per_group, scoring: str, n_samples: int, scoring_rng):
+        self.domain, self.candidates, self.answers, self.cache = domain, candidates, answers, cache
+        self.initial_proxy, self.eta, self.uniform, self.partitions = initial_proxy, eta, uniform, partitions
+        self.noise_per_group, self.scoring, self.n_samples, self.scoring_rng = (noise_per_group, scoring, n_samples,
+                                                                                scoring_rng)
+        self.position = {a: i for i, a in enumerate(domain.attrs)}
+        self._incidence = None
+
+    def options(self, model, eligible: list) -> tuple[StrictOptions, dict]:
+        """The round's (marginal, partition) options over ``eligible``, and the marginals partitioned."""
+        shares = None
+        if self.scoring == "sampled":
+            held = held_by_model(model, eligible)
+            projected = {w: model.project(w) for w, h in zip(eligible, held) if h}
+            shares = sampled_shares(model, [w for w, h in zip(eligible, held) if not h], self.n_samples,
+                                    self.scoring_rng)
+            projected.update((w, model.total * p) for w, p in shares.items())
+        else:
+            projected = {w: model.project(w) for w in eligible}
+        proxies = projected if self.initial_proxy is None else self.initial_proxy
+        options = strict_options(self.cache, eligible, proxies, {w: self.answers[w] - projected[w] for w in eligible},
+                                 self.eta, uniform=self.uniform, partitions=self.partitions,
+                                 noise_per_group=self.noise_per_group, sampled_shares=shares,
+                                 n_samples=self.n_samples, total=model.total)
+        return options, proxies
+
+    def pick(self, options: StrictOptions, eligible: list, model_cliques: list, chosen: list, limit,
+             size_cache: dict, *, epsilon: float, sensitivity: float, rng, ledger: PrivacyLedger,
+             description: str) -> int:
+        """The exponential mechanism for the round's next pick: the index of an option.
+
+        A pick must fit the size limit with the model and the round's earlier picks, and share at most one
+        attribute with each earlier pick (the round's utilities do not see them, and their neighbours would
+        otherwise look as under-fitted as before: AIM's rule, :class:`~skdpsynth.AIMSynthesizer`).  The size
+        test is costly on wide tables, so the lazy mechanism (same distribution) asks it only of the options
+        that could win.  With exact scoring the round's options already fit the model, and its first pick is
+        the plain mechanism over all of them.  Decided from released picks and public sizes only.
+        """
+        if not chosen and self.scoring == "exact":
+            return exponential_mechanism(options.utility, epsilon=epsilon, sensitivity=sensitivity,
+                                         random_state=rng, ledger=ledger, description=description)
+        if self._incidence is None or self._incidence[0] is not eligible:   # candidates × attributes, per round
+            incidence = np.zeros((len(eligible), len(self.position)), dtype=np.int32)
+            for i, w in enumerate(eligible):
+                incidence[i, [self.position[a] for a in w]] = 1
+            self._incidence = (eligible, incidence)
+        incidence = self._incidence[1]
+        picked = np.zeros((len(self.position), len(chosen)), dtype=np.int32)
+        for i, w in enumerate(chosen):
+            picked[[self.position[a] for a in w], i] = 1
+        shared = incidence @ picked
+        same = (shared == incidence.sum(axis=1)[:, None]) & (shared == picked.sum(axis=0)[None, :])
+        allowed = ((shared < 2) & ~same).all(axis=1)
+        upper = np.where(allowed[options.candidate], options.utility, -np.inf)
+        fits = (model_size_check(self.domain, list(model_cliques) + chosen, limit, size_cache) if limit is not None
+                else None)
+        return lazy_exponential_mechanism(
+            upper, upper.__getitem__, epsilon=epsilon, sensitivity=sensitivity,
+            eligible=None if fits is None else (lambda j: fits(eligible[int(options.candidate[j])])),
+            ledger=ledger, random_state=rng, description=description)
 
 
 class PartitionSynthesizer(BaseSynthesizer):
@@ -127,7 +245,24 @@ class PartitionSynthesizer(BaseSynthesizer):
     tol : float, default=1e-6
         Relative loss decrease over 10 iterations under which an estimate stops early.
     max_rounds : int, optional
-        Safety cap on rounds: the round that reaches it spends all that is left.
+        Safety cap on selections: the selection that reaches it spends all that is left.
+    scoring : {"auto", "exact", "sampled"}, default="auto"
+        Strict mode: how a round computes the model's marginals ``M_w(p̂)`` in the deviations ``d_w`` it scores.
+        ``"exact"``: by inference on the model, for every candidate.  ``"sampled"``: from ``scoring_samples``
+        records drawn from the model (exact for 1-way candidates and those a model clique holds), with half of
+        the sampling's inflation bound taken off each option's ``G``; the records come from the released model
+        alone, so ``G`` keeps sensitivity 1 and the guarantee is the same.  ``"auto"``: sampled above 1,000
+        candidates (the default workload on 19 attributes or more), exact on Adult.  In ``scoring_``.
+    scoring_samples : "auto" or int, default="auto"
+        Records drawn per round for sampled scoring.  ``"auto"``: 50,000 up to 10,000 candidates, 25,000 above
+        (in ``scoring_samples_``).
+    selections_per_round : "auto" or int, default="auto"
+        Strict mode: (marginal, partition) pairs selected and measured before each re-estimate.  Each is its own
+        exponential mechanism on the round's utilities, over the candidates that fit the size limit with the
+        round's earlier picks and share at most one attribute with each of them (the utilities do not see the
+        earlier picks), followed by its own contribution release and measurement, each charged as in a round of
+        one.  ``"auto"``: one per 8 attributes (1 up to 15 attributes, so on Adult; 6 for 50), at most the
+        number of attributes; in ``selections_per_round_``.  Paper mode: 1.
     domain : dict or Domain, optional
         Public domain (see :class:`~skdpsynth.synthesizers.base.BaseSynthesizer`).
     sampling : {"round", "sample"}, default="round"
@@ -140,11 +275,17 @@ class PartitionSynthesizer(BaseSynthesizer):
     measurements_ : list of Measurement
         What the estimator was given (public: noisy values, σ and, in aggregate form, the group query).
     selected_ : list of dict
-        Per round: ``clique``, ``n_groups`` (``|P|``), ``labels`` (the cells' groups, C order), ``rho`` (ρ_m), ``sigma``,
-        ``final``, and in strict mode the released noisy captured ``contribution`` G̃ (``skipped`` when it left
-        no feasible partition).  Paper mode stores no contribution (it is raw).
+        Per selection: ``clique``, ``round`` (the round it was selected in, from 1), ``n_groups`` (``|P|``),
+        ``labels`` (the cells' groups, C order), ``rho`` (ρ_m), ``sigma``, ``final``, and in strict mode the
+        released noisy captured ``contribution`` G̃ (``skipped`` when it left no feasible partition).  Paper mode
+        stores no contribution (it is raw).
     rho_used_ : float
     n_rounds_ : int
+        Selections made (``len(selected_)``).
+    scoring_ : {"exact", "sampled"}
+    scoring_samples_ : int
+    selections_per_round_ : int
+        The engine used (see ``scoring``, ``scoring_samples`` and ``selections_per_round``).
     epsilon_spent_ : float
         ``rho_used_`` as ε at ``delta`` (infinite in paper mode: no DP guarantee).
 
@@ -189,6 +330,9 @@ class PartitionSynthesizer(BaseSynthesizer):
         final_iters: int = 500,
         tol: float = 1e-6,
         max_rounds: int | None = None,
+        scoring: str = "auto",
+        scoring_samples="auto",
+        selections_per_round="auto",
         domain=None,
         sampling: str = "round",
         random_state=None,
@@ -219,6 +363,9 @@ class PartitionSynthesizer(BaseSynthesizer):
         self.final_iters = final_iters
         self.tol = tol
         self.max_rounds = max_rounds
+        self.scoring = scoring
+        self.scoring_samples = scoring_samples
+        self.selections_per_round = selections_per_round
         self.domain = domain
         self.sampling = sampling
         self.random_state = random_state
@@ -278,10 +425,49 @@ class PartitionSynthesizer(BaseSynthesizer):
             if not (ok and 0 < bounds[0] <= bounds[1] < 1):
                 raise ValueError(f"round_budget must be 'auto', None or a pair (low, high) of fractions of the "
                                  f"budget with 0 < low <= high < 1, got {bounds!r}.")
+        check_engine_params(self.scoring, self.scoring_samples, self.selections_per_round)
+        if self.privacy_mode == "paper" and (self.scoring == "sampled" or self.selections_per_round not in ("auto", 1)):
+            raise ValueError("scoring='sampled' and selections_per_round > 1 apply to privacy_mode='strict'; paper "
+                             "mode scores partitions of the true marginals one round at a time, as published.")
         size = self.max_model_size
         if not (size is None or (isinstance(size, str) and size == "auto") or (
                 isinstance(size, (int, float, np.number)) and not isinstance(size, bool) and size > 0)):
             raise ValueError(f"max_model_size must be > 0, 'auto' or None, got {size!r}.")
+
+    def _measure(self, m: tuple, labels: np.ndarray, rho_m: float, contribution: float | None, n_round: int,
+                 answers, measurements: list, budget: _Budget, rng, ledger: PrivacyLedger) -> bool:
+        """Lines 7-8 for one selection: the cap and spend-all rule, then noisy group sums (spec §10) and Est.
+
+        ``contribution`` is the released ``G̃`` (strict mode) or None (paper mode).  Returns whether this was
+        the final measurement.
+        """
+        strict = contribution is not None
+        rho_m, skipped, final = budget.settle(rho_m, strict, len(self.selected_))
+        record = {"clique": m, "round": n_round, "final": final}
+        if strict:
+            record["contribution"] = contribution
+        if skipped:   # S6: no feasible partition for the released contribution; measure nothing
+            budget.used += budget.rho_sel
+            record.update(n_groups=0, labels=None, rho=0.0, sigma=None, skipped=True)
+            self.selected_.append(record)
+            self._log(f"selection {len(self.selected_)}: {m} skipped (no feasible partition)")
+            return final
+        n_groups = int(labels.max()) + 1
+        sums = np.bincount(labels, weights=answers[m].ravel(), minlength=n_groups)
+        noisy_sums = gaussian_mechanism(np.rint(sums).astype(np.int64), rho=rho_m, random_state=rng,
+                                        ledger=ledger, description=f"selection {len(self.selected_) + 1}: "
+                                        f"{n_groups} group sums of {' x '.join(map(str, m))}")
+        sigma = 1.0 / np.sqrt(2 * rho_m)
+        if self.measurement_form == "uniform":
+            measurements.append(Measurement(m, uniform_estimate(labels, noisy_sums), sigma))
+        else:
+            measurements.append(Measurement(m, noisy_sums, sigma, query=aggregation_matrix(labels, n_groups)))
+        budget.used += budget.rho_sel + rho_m
+        record.update(n_groups=n_groups, labels=labels, rho=float(rho_m), sigma=float(sigma), skipped=False)
+        self.selected_.append(record)
+        self._log(f"selection {len(self.selected_)}: {m} in {n_groups}/{answers[m].size} groups (sigma "
+                  f"{sigma:.1f}), budget used {budget.used / budget.rho:.1%}")
+        return final
 
     # -- Algorithm 1 --------------------------------------------------------
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
@@ -348,100 +534,81 @@ class PartitionSynthesizer(BaseSynthesizer):
         # "initial_model": every candidate's proxy is the first (1-way) model's marginal, so sequences are built once.
         initial_proxy = ({w: model.project(w) for w in candidates} if strict and self.partition_source == "initial_model"
                          else None)
+        if strict:
+            engine = choose_engine(self.scoring, self.scoring_samples, self.selections_per_round, len(domain),
+                                   len(candidates))
+        else:
+            engine = ("exact", choose_engine("auto", self.scoring_samples, 1, len(domain), len(candidates))[1], 1)
+        self.scoring_, self.scoring_samples_, self.selections_per_round_ = engine
+        if strict:
+            self._log(f"scoring: {self.scoring_}" + (f" on {self.scoring_samples_:,} records drawn from the model"
+                                                      if self.scoring_ == "sampled" else "")
+                      + f" ({len(candidates):,} candidates); {self.selections_per_round_} selection(s) per round")
+            selector = _StrictSelector(
+                domain, candidates, answers, cache, initial_proxy, eta, uniform=self.measurement_form == "uniform",
+                partitions=max_steps != 0, noise_per_group=noise_per_group, scoring=self.scoring_,
+                n_samples=self.scoring_samples_, scoring_rng=child_generator(rng) if self.scoring_ == "sampled" else None)
+        budget = _Budget(rho, rho_used, rho_sel, bounds, self.max_rounds)
         self.selected_ = []
         size_cache: dict = {}
 
         # Lines 5-11.
-        final = False
+        final, n_round = False, 0
         while not final:
-            rho_rem = rho - rho_used
-            eligible = candidates
-            if max_model_size is not None:
-                limit = max_model_size * rho_used / rho
-                eligible = filter_by_model_size(candidates, domain, model.cliques, limit, size_cache) or candidates
-            contr, projected = contributions(model, answers, eligible)
-            if strict:
-                # S1-S5: public sequences, (marginal, partition) pairs chosen by the EM on a sensitivity-η utility,
-                # then the chosen pair's captured contribution released with Gaussian noise.
-                proxies = projected if initial_proxy is None else initial_proxy
-                options = strict_options(cache, eligible, proxies, {w: answers[w] - projected[w] for w in eligible},
-                                         eta, uniform=self.measurement_form == "uniform", partitions=max_steps != 0,
-                                         noise_per_group=noise_per_group)
-                j = exponential_mechanism(options.utility, epsilon=em_epsilon, sensitivity=em_sensitivity,
-                                          random_state=rng, ledger=ledger,
-                                          description=f"round {len(self.selected_) + 1}: select a marginal and "
-                                                      f"its partition")
-                m = eligible[int(options.candidate[j])]
-                noisy = gaussian_mechanism(np.array([options.captured[j]]), rho=rho_c, random_state=rng,
-                                           ledger=ledger, description=f"round {len(self.selected_) + 1}: captured "
-                                           f"contribution of {' x '.join(map(str, m))}")
-                contribution = max(0.0, float(noisy[0]))
-                labels = (np.arange(answers[m].size) if options.step[j] < 0   # single cells: no sequence needed
-                          else options.labels(j, cache.get(m, proxies[m])[0]))
-                rho_m = float(required_rho(options.sizes[j], options.errors[j], eta, contribution))
+            n_round += 1
+            limit = None if max_model_size is None else max_model_size * budget.used / rho
+            if limit is None or (strict and self.scoring_ == "sampled"):
+                eligible = candidates   # sampled scoring tests the size of the picks only (see _StrictSelector.pick)
             else:
-                scores, chosen = paper_scores(cache, eligible, answers, contr, eta, self.termination)
+                fits = model_size_check(domain, model.cliques, limit, size_cache)
+                eligible = [w for w in candidates if fits(w)] or candidates
+            n_measured = len(measurements)
+            if strict:
+                # S1-S5: public sequences, (marginal, partition) pairs chosen by the EM on a sensitivity-1 (gain) or
+                # -η (efficiency) utility, then the chosen pair's captured contribution released with noise.
+                options, proxies = selector.options(model, eligible)
+                chosen: list = []
+                for _ in range(self.selections_per_round_):
+                    n = len(self.selected_) + 1
+                    j = selector.pick(options, eligible, model.cliques, chosen, limit, size_cache, epsilon=em_epsilon,
+                                      sensitivity=em_sensitivity, rng=rng, ledger=ledger,
+                                      description=f"selection {n}: select a marginal and its partition")
+                    m = eligible[int(options.candidate[j])]
+                    chosen.append(m)
+                    noisy = gaussian_mechanism(np.array([options.captured[j]]), rho=rho_c, random_state=rng,
+                                               ledger=ledger, description=f"selection {n}: captured "
+                                               f"contribution of {' x '.join(map(str, m))}")
+                    contribution = max(0.0, float(noisy[0]))
+                    labels = (np.arange(answers[m].size) if options.step[j] < 0   # single cells: no sequence needed
+                              else options.labels(j, cache.get(m, proxies[m])[0]))
+                    rho_m = float(required_rho(options.sizes[j], options.errors[j], eta, contribution))
+                    final = self._measure(m, labels, rho_m, contribution, n_round, answers, measurements, budget,
+                                          rng, ledger)
+                    if final:
+                        break
+            else:
+                contr, projected = contributions(model, answers, eligible)
+                scores, chosen_pairs = paper_scores(cache, eligible, answers, contr, eta, self.termination)
+                n = len(self.selected_) + 1
                 m = eligible[exponential_mechanism(scores, epsilon=em_epsilon, sensitivity=em_sensitivity,
                                                    random_state=rng, ledger=ledger,
-                                                   description=f"round {len(self.selected_) + 1}: select a marginal")]
-                seq, t, rho_m = chosen[m]
+                                                   description=f"selection {n}: select a marginal")]
+                seq, t, rho_m = chosen_pairs[m]
                 if not np.isfinite(rho_m):
                     t = len(seq) - 1  # nothing feasible: the finest partition built gets what is left
-                labels = seq.labels(t)
-                contribution = None
+                final = self._measure(m, seq.labels(t), rho_m, None, n_round, answers, measurements, budget, rng,
+                                      ledger)
 
-            # §4.2 cap and spend-all rule (A5): never overshoot, never leave less than a selection's worth.
-            available = rho_rem - rho_sel
-            if bounds is not None and np.isfinite(rho_m):
-                # A measurement gets at least the floor (less noise than its error target asks for; bounds the
-                # number of rounds and the model's growth) and at most the cap (no single marginal takes the rest).
-                rho_m = float(np.clip(rho_m, bounds[0], bounds[1]))
-            last_round = self.max_rounds is not None and len(self.selected_) + 1 >= self.max_rounds
-            skipped = False
-            # Skip only with room for a real round after it (2 ρ_sel: float rounding cannot leave a budget ≤ 0).
-            if not np.isfinite(rho_m) and strict and available > 2 * rho_sel and not last_round:
-                skipped = True  # S6: no feasible partition for the released contribution; measure nothing
-            # The slack keeps float rounding from leaving a next round with a budget ≤ 0 (the round_budget floor
-            # makes exact ties likely).
-            slack = 1e-9 * rho
-            if not skipped and (not np.isfinite(rho_m) or rho_m > available
-                                or available - rho_m <= rho_sel + slack or last_round):
-                rho_m, final = available, True
-
-            record = {"clique": m, "final": final}
-            if strict:
-                record["contribution"] = contribution
-            if skipped:
-                rho_used += rho_sel
-                record.update(n_groups=0, labels=None, rho=0.0, sigma=None, skipped=True)
-                self.selected_.append(record)
-                self._log(f"round {len(self.selected_)}: {m} skipped (no feasible partition), budget used "
-                          f"{rho_used / rho:.1%}")
-                continue
-
-            # Lines 7-8: noisy group sums, Est (spec §10).
-            n_groups = int(labels.max()) + 1
-            sums = np.bincount(labels, weights=answers[m].ravel(), minlength=n_groups)
-            noisy_sums = gaussian_mechanism(np.rint(sums).astype(np.int64), rho=rho_m, random_state=rng,
-                                            ledger=ledger, description=f"round {len(self.selected_) + 1}: "
-                                            f"{n_groups} group sums of {' x '.join(map(str, m))}")
-            sigma = 1.0 / np.sqrt(2 * rho_m)
-            if self.measurement_form == "uniform":
-                measurements.append(Measurement(m, uniform_estimate(labels, noisy_sums), sigma))
-            else:
-                measurements.append(Measurement(m, noisy_sums, sigma, query=aggregation_matrix(labels, n_groups)))
-            rho_used += rho_sel + rho_m
-            record.update(n_groups=n_groups, labels=labels, rho=float(rho_m), sigma=float(sigma), skipped=False)
-            self.selected_.append(record)
-
+            if len(measurements) == n_measured:
+                continue   # every pick skipped: the model is unchanged
             # Line 9: re-estimate, warm started.
             model, info = mirror_descent(domain, measurements, potentials=model, iters=self.max_iters, tol=self.tol,
                                          step_size=info.step_size)
-            self._log(f"round {len(self.selected_)}: {m} in {n_groups}/{answers[m].size} groups (sigma "
-                      f"{sigma:.1f}), budget used {rho_used / rho:.1%}, model {model.size_mb():.2f} MB, "
-                      f"{info.iterations} iterations")
+            self._log(f"after {len(self.selected_)} selections: budget used {budget.used / rho:.1%}, model "
+                      f"{model.size_mb():.2f} MB, {info.iterations} iterations")
+        rho_used = budget.used
 
-        self._log(f"{len(self.selected_)} rounds done; final estimation ({self.final_iters:,} iterations at most)")
+        self._log(f"{len(self.selected_)} selections in {n_round} rounds done; final estimation ({self.final_iters:,} iterations at most)")
         model, info = mirror_descent(domain, measurements, potentials=model, iters=self.final_iters, tol=self.tol,
                                      step_size=info.step_size,
                                      callback=self._estimation_progress("final estimation", measurements,
