@@ -562,6 +562,46 @@ def test_captured_contribution_matches_group_sums():
             assert captured_contribution(seq, d, [finest])[0] == pytest.approx(np.abs(d).sum())
 
 
+def test_group_sum_statistic_of_stacked_arrays_is_each_arrays():
+    """Leading axes (a deviation and shares over the same cells) give each array's statistic, as separate calls."""
+    from skdpsynth.synthesizers.partition.partitioning import group_sum_statistic
+    rng = np.random.default_rng(23)
+    for shape in [(9,), (6, 7), (4, 5, 6)]:
+        seq = partition_sequence(rng.poisson(5, size=shape).astype(float))
+        d, p = rng.normal(size=shape), rng.random(size=shape)
+        steps = np.arange(len(seq))
+        both = group_sum_statistic(seq, np.stack([d, p]), steps, np.square)
+        for row, x in zip(both, (d, p)):
+            expected = [np.square(np.bincount(seq.labels(t), weights=x.ravel())).sum() for t in steps]
+            np.testing.assert_allclose(row, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_strict_options_sampled_shares_take_off_half_the_inflation_bound():
+    """G of a candidate whose model marginal was sampled: Σ_I |Σ d| − ½√(2/π)·N·Σ_I √(p̂_I(1 − p̂_I)/S), per option
+    (single cells included); candidates without shares are untouched."""
+    from skdpsynth.synthesizers.partition.selection import SequenceCache, strict_options
+    rng = np.random.default_rng(24)
+    proxies = {("a", "b"): rng.gamma(2.0, 5.0, size=(4, 6)), ("c", "d"): rng.gamma(2.0, 5.0, size=(3, 5))}
+    deviations = {w: rng.normal(0, 10, size=q.shape) for w, q in proxies.items()}
+    share = rng.dirichlet(np.ones(24)).reshape(4, 6)
+    total, S = 500.0, 1000
+    cache = SequenceCache(max_steps=10, first_steps=10)
+    plain = strict_options(cache, list(proxies), proxies, deviations, 0.7, uniform=False, noise_per_group=2.0)
+    sampled = strict_options(cache, list(proxies), proxies, deviations, 0.7, uniform=False, noise_per_group=2.0,
+                             sampled_shares={("a", "b"): share}, n_samples=S, total=total)
+    np.testing.assert_array_equal(plain.sizes, sampled.sizes)
+    seq = cache.get(("a", "b"), proxies[("a", "b")])[0]
+    for j in range(len(plain.sizes)):
+        if plain.candidate[j] == 1:
+            assert sampled.captured[j] == plain.captured[j]
+            continue
+        labels = plain.labels(j, seq)
+        p = np.bincount(labels, weights=share.ravel())
+        kappa = np.sqrt(2 / np.pi) * total * np.sqrt(p * (1 - p) / S).sum()
+        assert sampled.captured[j] == pytest.approx(plain.captured[j] - 0.5 * kappa, rel=1e-12)
+        assert sampled.utility[j] == pytest.approx(plain.utility[j] - 0.5 * kappa, rel=1e-12)
+
+
 @pytest.mark.parametrize("noise_per_group", [None, 3.5])
 def test_strict_options_sensitivity_on_neighbouring_data(noise_per_group):
     """Every (marginal, partition) utility moves by at most its sensitivity when one record is added (spec T14,

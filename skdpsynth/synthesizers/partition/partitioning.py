@@ -433,11 +433,12 @@ def group_sum_statistic(seq: PartitionSequence, values: npt.ArrayLike, steps: np
     if seq.kind == "merge":
         flat = x.reshape(lead + (-1,))
         out = np.empty(lead + (steps.size,))
-        for j, t in enumerate(steps):   # one group-sum per requested step (a handful, 1-way marginals)
+        rows = flat.reshape(-1, flat.shape[-1])
+        for j, t in enumerate(steps):   # one bincount per requested step (a handful, 1-way marginals)
             labels = seq.labels(int(t))
-            onehot = np.zeros((labels.size, int(labels.max()) + 1))
-            onehot[np.arange(labels.size), labels] = 1.0
-            out[..., j] = statistic(flat @ onehot).sum(axis=-1)
+            k = int(labels.max()) + 1
+            sums = np.stack([np.bincount(labels, weights=row, minlength=k) for row in rows]).reshape(lead + (k,))
+            out[..., j] = statistic(sums).sum(axis=-1)
         return out
     # Every rectangle's sum from a zero-padded summed-area table (inclusion-exclusion over its 2^ndim corners).
     ndim = len(seq.shape)
