@@ -111,7 +111,12 @@ def conditional_draw(
     """
     n = group.size
     k = table.shape[1]
-    used, inverse, sizes = np.unique(group, return_inverse=True, return_counts=True)
+    # np.unique(group, return_inverse=True, return_counts=True) without its sort: the groups are table rows.
+    all_sizes = np.bincount(group, minlength=table.shape[0])
+    used = np.flatnonzero(all_sizes)
+    position = np.zeros(all_sizes.size, dtype=np.intp)
+    position[used] = np.arange(used.size)
+    inverse, sizes = position[group], all_sizes[used]
     probs = table[used]
     mass = probs.sum(axis=1, keepdims=True)
     probs = np.where(mass > 0, probs / np.where(mass > 0, mass, 1.0), 1.0 / k)

@@ -343,6 +343,7 @@ class MarginalBatch:
         domain = self.domain
         columns = {a: np.ascontiguousarray(records[:, j], dtype=np.int64) for j, a in enumerate(domain.attrs)}
         block: list = []
+        block_cells = 0
         # One bincount per clique over the group's prefix index (measured 3.6 times faster than one bincount per
         # group over all its keys at once, whose scattered writes and gathered columns cost more than the calls).
         for prefix, members in self._groups:
@@ -351,9 +352,10 @@ class MarginalBatch:
                 prefix_index = prefix_index * domain[a] + columns[a]
             for i, last, start, cells, size in members:
                 block.append((i, start, np.bincount(prefix_index * size + columns[last], minlength=cells)))
-            if sum(len(b[2]) for b in block) >= max_cells:
+                block_cells += cells
+            if block_cells >= max_cells:
                 yield self._block(block)
-                block = []
+                block, block_cells = [], 0
         if block:
             yield self._block(block)
 
