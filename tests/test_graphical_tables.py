@@ -213,6 +213,27 @@ def test_sums_by_blas_only_where_blas_runs_on_one_thread():
             assert tables.sum_over(np.asfortranarray(table), (1,)) is None    # not C-ordered
 
 
+def test_blas_answer_is_remembered_only_while_a_block_is_open(monkeypatch):
+    from threadpoolctl import threadpool_limits
+
+    libraries = tables._blas().lib_controllers
+    calls = []
+    for library in libraries:
+        asked = library.get_num_threads
+        monkeypatch.setattr(library, "get_num_threads", lambda asked=asked: calls.append(1) or asked())
+    with tables.single_threaded_blas():
+        calls.clear()                                 # (setting the limit reads the libraries' own)
+        for _ in range(5):
+            assert tables.blas_is_single_threaded()
+        assert len(calls) == len(libraries)          # asked once after the block set its limit
+    # No block open: every call asks, so a limit set by the caller's own code is seen at once.
+    with threadpool_limits(2, user_api="blas"):
+        assert not tables.blas_is_single_threaded()
+        with threadpool_limits(1, user_api="blas"):
+            assert tables.blas_is_single_threaded()
+        assert not tables.blas_is_single_threaded()
+
+
 def test_single_threaded_blas_blocks_nest_and_each_thread_lifts_its_own():
     import threading
 

@@ -360,6 +360,22 @@ def test_marginal_batch_equals_the_marginals_of_the_records():
     np.testing.assert_array_equal(batch.sums(flat), [300] * len(cliques))
     tables = [expected[dom.canonical(c)] for c in cliques]
     np.testing.assert_array_equal(batch.concatenate(tables), flat)
+    # In threads, block by block: blocks of whole groups, each contiguous, the same counts.
+    for max_cells, workers in ((1, 1), (1, 2), (40, 3), (1 << 22, 2), (1 << 22, 1)):
+        seen = []
+
+        def collect(members, offsets, counts):
+            seen.append((members, offsets))
+            return members, counts
+
+        blocks = batch.map_counts(records, collect, max_cells=max_cells, workers=workers)
+        assert sorted(i for members, _ in seen for i in members) == list(range(len(cliques)))
+        for members, counts in blocks:
+            np.testing.assert_array_equal(counts, np.concatenate([flat[batch.offsets[i]:batch.offsets[i]
+                                                                       + batch.sizes[i]] for i in members]))
+    assert len(seen) == 1    # one block when every group fits (one worker)
+    np.testing.assert_array_equal(batch.counts(records, workers=2), flat)
+    np.testing.assert_array_equal(np.concatenate([c for *_, c in batch.iter_counts(records, max_cells=1)]), flat)
 
 
 def test_sampled_errors_are_exact_where_the_model_holds_the_clique_and_close_elsewhere():

@@ -67,6 +67,9 @@ def num_threads() -> int:
 
 _blas_state = threading.local()    # this thread's open single_threaded_blas blocks and its limiter
 _blas_controller = None
+_limits_changed = 0   # how many times a single_threaded_blas block has set or lifted limits
+_open_blocks = 0      # outermost single_threaded_blas blocks open, in all threads
+_limits_lock = threading.Lock()
 
 
 def _blas():
@@ -84,6 +87,10 @@ def blas_is_single_threaded() -> bool:
     """Whether a BLAS call made by this thread now runs on one thread (``False`` when no BLAS threadpoolctl
     knows of is loaded: then it cannot tell).
 
+    While a :func:`single_threaded_blas` block is open in any thread, the
+    answer is asked of the libraries once per thread after each time such a
+    block sets or lifts limits; otherwise at every call.
+
     Examples
     --------
     >>> from skdpsynth.graphical.tables import blas_is_single_threaded, single_threaded_blas
@@ -91,8 +98,15 @@ def blas_is_single_threaded() -> bool:
     ...     blas_is_single_threaded()
     True
     """
-    libraries = _blas().lib_controllers
-    return bool(libraries) and all(library.get_num_threads() == 1 for library in libraries)
+    # Asking the libraries is a foreign call that gives up the GIL (slow while other threads compute): the
+    # answer is remembered per thread until a block somewhere sets or lifts a limit.
+    state = _blas_state
+    generation = _limits_changed
+    if not _open_blocks or getattr(state, "generation", None) != generation:
+        libraries = _blas().lib_controllers
+        state.single = bool(libraries) and all(library.get_num_threads() == 1 for library in libraries)
+        state.generation = generation
+    return state.single
 
 
 @contextmanager
@@ -123,10 +137,14 @@ def single_threaded_blas() -> Iterator[None]:
     ...     float((np.ones((200, 200)) @ np.ones(200)).sum())
     40000.0
     """
+    global _limits_changed, _open_blocks
     state = _blas_state
     depth = getattr(state, "depth", 0)
     if depth == 0:
         state.limiter = _blas().limit(limits=1)
+        with _limits_lock:   # after the change: a thread that read the old count asks again
+            _limits_changed += 1
+            _open_blocks += 1
     state.depth = depth + 1
     try:
         yield
@@ -135,6 +153,9 @@ def single_threaded_blas() -> Iterator[None]:
         if state.depth == 0:
             state.limiter.restore_original_limits()
             state.limiter = None
+            with _limits_lock:
+                _limits_changed += 1
+                _open_blocks -= 1
 
 
 def _with_single_threaded_blas(function: Callable) -> Callable:

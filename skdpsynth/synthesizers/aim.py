@@ -82,7 +82,7 @@ class _Selector:
         errors.track(model)
         bias = np.sqrt(2 / np.pi) * sigma * self.n_cells
         if self.scoring == "sampled":
-            sampled_scores = weight * (errors.sampled(self.n_samples, self.scoring_rng) - bias)
+            sampled_scores = weight * (errors.sampled(self.n_samples, self.scoring_rng, workers=num_threads()) - bias)
         chosen: list = []
         scored = []
         for _ in range(k):
