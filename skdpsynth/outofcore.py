@@ -49,6 +49,8 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from .columns import resolve_columns
+from .privacy import PrivacyLedger
 from .domain import Domain
 from .marginals import _integer_column, _uint_for
 
@@ -163,12 +165,10 @@ def as_dask_codes(X, domain, ledger=None) -> "DaskCodes":
     >>> marginals(codes, codes.domain, [("a", "b")])[("a", "b")].tolist()
     [[1.0, 0.0], [0.0, 2.0], [0.0, 1.0]]
     """
-    from .privacy import PrivacyLedger
-    from .synthesizers.base import _resolve_columns
 
     frame = read_out_of_core(X, domain)
     # The dtypes only (dask's empty meta frame): with every column's domain given, nothing is read from the data.
-    columns = _resolve_columns(frame._meta, domain, ledger if ledger is not None else PrivacyLedger())
+    columns = resolve_columns(frame._meta, domain, ledger if ledger is not None else PrivacyLedger())
     return DaskCodes(frame, columns)
 
 
@@ -192,8 +192,8 @@ class DaskCodes:
     ----------
     frame : dask.dataframe.DataFrame
     columns : sequence
-        The synthesizer's column encodings (``_Column`` objects of
-        :mod:`skdpsynth.synthesizers.base`), one per column of the domain, in its order.
+        The synthesizer's column encodings (:class:`~skdpsynth.columns.Column`),
+        one per column of the domain, in its order.
     transforms : sequence of callables, optional
         Applied in order to each partition's codes.
 

@@ -9,10 +9,12 @@ appended to ``X`` as its last column, as ``fit(X, y)`` does (unless ``X``
 already has a column of ``y``'s name: ``X`` is then taken as the full table);
 without it ``X`` must be the full table, target column included.
 
-A :class:`~skdpsynth.pipeline.SynthesisPipeline` is scored by
+A synthesizer that also has ``transform(X, y=None)`` — a
+:class:`~skdpsynth.pipeline.SynthesisPipeline` — is scored by
 :func:`marginal_scorer` in the space its preprocessing steps define: the real
 ``X`` goes through the fitted steps (``pipe.transform``) and is compared with
-the synthesizer's records before their inverse transform.  Raw continuous
+the synthesizer's records before their inverse transform
+(``sample(..., inverse_transform=False)``).  Raw continuous
 values would make every marginal differ (two halves of the real data have a
 1-way TVD near 1 on a column like fnlwgt), so a search would select on noise.
 
@@ -140,10 +142,10 @@ def _sample(synthesizer, X, n_samples, random_state, **kwargs):
 
 
 def _neg_marginal_tvd(synthesizer, X, y=None, *, ways, domain, n_samples, random_state) -> float:
-    from ..pipeline import SynthesisPipeline
-
-    if isinstance(synthesizer, SynthesisPipeline):
-        # Compare where the synthesizer models the data: bins and categories, not raw values.
+    if callable(getattr(synthesizer, "transform", None)):
+        # A synthesizer that transforms its input (SynthesisPipeline: preprocessing, then a synthesizer) is
+        # compared where it models the data, bins and categories rather than raw values: its transform of the
+        # real table against its records before the inverse transform.
         real = synthesizer.transform(X, y)
         synthetic = _sample(synthesizer, real, n_samples, random_state, inverse_transform=False)
     else:

@@ -1,0 +1,125 @@
+"""The layers contract (doc/architecture.md): skdpsynth's import graph has no cycles and no upward imports.
+
+The graph holds every import of every module, at the top or inside a function, read from the source (nothing is
+imported).  A module belongs to a unit (a top-level module or package; within ``synthesizers``, each method and
+each shared module is its own unit), and each unit to a layer; a module may import its own unit or a unit of a
+lower layer, and the module graph has no cycle.
+
+``KNOWN_VIOLATIONS`` lists what the architecture issue is removing, so that nothing new is added meanwhile: a
+new violation fails, and so does a listed one that is gone (strike it from the list).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+PACKAGE = Path(__file__).resolve().parent.parent / "skdpsynth"
+
+# Lowest first.  A unit may import the units of lower layers only.
+LAYERS = (
+    ("domain", "utils"),
+    ("privacy", "datasets"),
+    ("marginals", "columns"),
+    ("outofcore",),             # counts marginals of data too large for memory
+    ("graphical", "metrics", "preprocessing"),
+    ("federated",),
+    ("synthesizers.base", "synthesizers.select_measure"),
+    ("synthesizers.aim", "synthesizers.mst", "synthesizers.hybrid", "synthesizers.partition",
+     "synthesizers.vertical_mrf", "synthesizers.view"),
+    ("synthesizers",),          # the package's __init__: re-exports its methods
+    ("pipeline",),
+    ("cli",),
+    ("skdpsynth",),             # the package's __init__: the public API
+    ("benchmarks", "__main__"),
+)
+LAYER = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
+
+KNOWN_VIOLATIONS = {
+    "cycle: skdpsynth.federated.parties <-> skdpsynth.federated.runtime",
+    "cycle: skdpsynth.federated.vertical <-> skdpsynth.federated.wire",
+    "upward: skdpsynth.federated.vertical -> skdpsynth.synthesizers.aim",
+    "upward: skdpsynth.federated.vertical -> skdpsynth.synthesizers.mst",
+}
+
+
+def _module_name(path: Path, package: Path) -> str:
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(package: Path = PACKAGE) -> nx.DiGraph:
+    """Module → module edges for every ``import`` and ``from … import`` in the package's source."""
+    modules = {_module_name(p, package): p for p in package.rglob("*.py")}
+    graph = nx.DiGraph()
+    for name, path in modules.items():
+        graph.add_node(name)
+        own_package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = own_package.split(".")[: len(own_package.split(".")) - node.level + 1]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                # ``from package import module`` imports the module; ``from module import name`` the module.
+                targets = [f"{source}.{a.name}" if f"{source}.{a.name}" in modules else source for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    graph.add_edge(name, target)
+    return graph
+
+
+def unit(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "skdpsynth"
+    if parts[1] == "synthesizers" and len(parts) > 2:
+        return "synthesizers." + parts[2]
+    return parts[1]
+
+
+def violations(graph: nx.DiGraph) -> set[str]:
+    found = set()
+    for component in nx.strongly_connected_components(graph):
+        if len(component) > 1:
+            found.add("cycle: " + " <-> ".join(sorted(component)))
+    for a, b in graph.edges:
+        if unit(a) != unit(b) and LAYER[unit(b)] >= LAYER[unit(a)]:
+            found.add(f"upward: {a} -> {b}")
+    return found
+
+
+def test_every_module_has_a_layer():
+    graph = import_graph()
+    assert len(graph) > 50
+    assert {unit(m) for m in graph} <= set(LAYER), sorted({unit(m) for m in graph} - set(LAYER))
+
+
+def test_no_new_cycle_or_upward_import():
+    found = violations(import_graph())
+    assert not found - KNOWN_VIOLATIONS, "new: " + "; ".join(sorted(found - KNOWN_VIOLATIONS))
+    assert not KNOWN_VIOLATIONS - found, "gone (strike from KNOWN_VIOLATIONS): " + "; ".join(
+        sorted(KNOWN_VIOLATIONS - found))
+
+
+def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path):
+    package = tmp_path / "skdpsynth"
+    (package / "synthesizers").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "domain.py").write_text("def f():\n    from .privacy import x\n")
+    (package / "privacy.py").write_text("from skdpsynth import domain\n")
+    (package / "synthesizers" / "__init__.py").write_text("")
+    (package / "synthesizers" / "aim.py").write_text("from ..domain import Domain\n")
+    graph = import_graph(package)
+    assert set(graph.edges) == {("skdpsynth.domain", "skdpsynth.privacy"), ("skdpsynth.privacy", "skdpsynth.domain"),
+                                ("skdpsynth.synthesizers.aim", "skdpsynth.domain")}
+    assert violations(graph) == {"cycle: skdpsynth.domain <-> skdpsynth.privacy",
+                                 "upward: skdpsynth.domain -> skdpsynth.privacy"}
