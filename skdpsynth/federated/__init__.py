@@ -4,14 +4,16 @@
   (slice) and which columns each party holds (public metadata);
 * :mod:`~skdpsynth.federated.dmm` — the distributed marginal measurement's
   budget split and variances (public metadata only);
-* :mod:`~skdpsynth.federated.parties` — :class:`Party` (owns its data) and
-  :class:`Federation` (answers measurement requests with noisy messages, the
-  parties' local work run through joblib), :class:`ReplayFederation`;
+* :mod:`~skdpsynth.federated.parties` — :class:`Party` (owns its data);
+* :mod:`~skdpsynth.federated.curator` — :class:`Federation` (answers
+  measurement requests with noisy messages, the parties' local work run
+  through joblib or a runtime backend), :class:`ReplayFederation`;
 * :mod:`~skdpsynth.federated.messages` — the messages that reach the curator
   and :func:`combine`, the curator's reading of them.
 """
 from .messages import MeasurementReply, NoisyIndicators, NoisyLocalMarginal, SliceCount, combine
-from .parties import Federation, Party, ReplayFederation
+from .curator import Federation, ReplayFederation
+from .parties import Party
 from .partition import HybridPartition, PartitionLayout, PartySpec
 
 __all__ = [

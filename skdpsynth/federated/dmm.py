@@ -18,7 +18,7 @@ Two protocols turn the parties' answers into a noisy count vector:
     ``e ρ_ij``-zCDP (Canonne, Kamath & Steinke 2020), whatever the others
     add, and the released counts are integers with exactly that noise.
     This library *simulates* the primitive in-process
-    (:class:`~skdpsynth.federated.parties.Federation`) or runs it with real
+    (:class:`~skdpsynth.federated.curator.Federation`) or runs it with real
     cryptography; the curator only ever receives the noisy sum.  Per-cell
     variance ``V_A = Σ_i Σ_{j∈J_i} 1/(2 e ρ_ij)`` — public; exact up to the
     discrete Gaussian's variance being below its σ² (by a relative 2e-7 at

@@ -959,7 +959,7 @@ class FederatedData:
 
     def federation(self, *, seed: int, secure_computation: str = "cryptographic", backend: _Backend | None = None):
         """A connected :class:`~skdpsynth.federated.Federation` over a started backend (close it after use)."""
-        from .parties import Federation
+        from .curator import Federation
 
         return Federation.connect(backend or self.make_backend(), self.partition, self.domain, seed=seed,
                                   secure_computation=secure_computation, **self.connect_options())

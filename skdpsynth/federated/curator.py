@@ -1,0 +1,493 @@
+"""The curator's side of the parties: the federation that answers its measurement requests.
+
+The :class:`Federation` is the curator's one handle on the parties
+(:class:`~skdpsynth.federated.parties.Party`): its :meth:`~Federation.measure`
+runs the parties' local work through joblib (``n_jobs``; any joblib backend
+can execute it, since every party's noise comes from a seed fixed by the
+call, not from shared state), or through a runtime backend
+(:mod:`~skdpsynth.federated.runtime`) where the parties run elsewhere, and
+returns a :class:`~skdpsynth.federated.messages.MeasurementReply` of noisy
+arrays.
+
+How protocol A's slice count is computed is the federation's
+``secure_computation`` setting: ``"simulated"`` (the default) collects every
+involved party's per-record index part in this process and adds them, a
+stand-in for the secure primitive; ``"cryptographic"`` runs real
+cryptography (:mod:`~skdpsynth.federated.secure_product` and
+:mod:`~skdpsynth.federated.secure_aggregation`, optional extra
+``skdpsynth[distributed]``), so the curator never receives per-record data.
+
+Every reply is also kept in :attr:`Federation.replies`, and
+:class:`ReplayFederation` answers the same requests from such a log without
+any data: the curator's algorithm runs unchanged against it, which is how the
+tests show that the curator reads nothing but the messages.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections.abc import Sequence
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from ..domain import Domain
+from .dmm import PROTOCOLS, split_budget
+from .messages import MeasurementReply, SliceCount
+from .parties import SECURE_COMPUTATIONS, Party, _crypto_modules, _from_product_layout
+from .party_job import PartyJob
+from .runtime import CURATOR, DEALER_PURPOSE, LocalBackend, PartyServer, _unhex
+from .wire import MessageError, from_bytes, pack, unpack
+
+__all__ = ["Federation", "ReplayFederation"]
+
+
+def _local_step(party: Party, kind: str, args: tuple, seed: Sequence[int]):
+    """One party's local work for one request (module level, so any joblib backend can run it)."""
+    rng = np.random.default_rng(np.random.SeedSequence(list(seed)))
+    return getattr(party, kind)(*args, rng)
+
+
+class Federation:
+    """The parties of a hybrid partition, answering distributed marginal measurements.
+
+    Parameters
+    ----------
+    parties : list of Party
+    partition : HybridPartition
+        The public partition the parties were built from.
+    domain : Domain
+    n_jobs : int or None, default=None
+        joblib ``n_jobs`` for the parties' local work (``None``: sequential,
+        or the active ``joblib.parallel_backend``).
+    seed : int, default=0
+        Root of the parties' noise seeds: call ``k``'s party ``p`` draws from
+        ``SeedSequence([seed, k, p])``, so results do not depend on the backend.
+    secure_computation : {"simulated", "cryptographic"}, default="simulated"
+        How protocol A (``"secure_sum"``) computes each slice's noisy count
+        ``c_i + Σ_j z_ij``; protocol B is the same in both modes.
+
+        * ``"simulated"``: every involved party hands its per-record part of
+          the cell index and its noise share to this object, which adds them
+          and counts.  The *curator process sees per-record data*: a stand-in
+          for the secure primitive, only for experiments.
+        * ``"cryptographic"``: a slice where one party holds all of ``r``
+          sends its own noisy marginal (already DP).  A slice where ``r`` is
+          split between two parties runs the secure two-party product
+          (:mod:`~skdpsynth.federated.secure_product`) with the curator as
+          trusted dealer: the curator sends each party a triple seed, the
+          two parties exchange uniformly masked one-hot matrices *with each
+          other*, and each sends the curator its share plus its noise,
+          masked by pairwise secure aggregation
+          (:mod:`~skdpsynth.federated.secure_aggregation`).  The curator
+          sees the public keys, the masked shares (uniform one by one) and
+          their sum, i.e. only the noisy slice count (exactly: counts and
+          noise shares are integers, which the fixed-point encoding holds
+          without rounding).  Three or
+          more parties sharing ``r`` in one slice raise
+          :class:`NotImplementedError` (the product covers two parties).
+          Trust model: semi-honest parties; a curator that may deviate in
+          its requests (each party derives every layout from its own copy
+          of the public job, :mod:`~skdpsynth.federated.party_job`) but does
+          not collude with any party (it knows the triples, so with one party
+          it would learn the other's data); public keys are not
+          authenticated and party dropouts abort the call.  Every party gets
+          one X25519 key pair per federation (session id from
+          :func:`os.urandom`), each ``measure`` call is a fresh aggregation
+          round, and every product a fresh triple.  The noise shares are the
+          very draws of the simulated mode (same seeds), so both modes
+          release the same counts; each party draws its share itself, but the
+          seeds derive from the public ``seed`` (reproducibility), so a real
+          deployment must give every party a private seed instead.  The parties' work runs sequentially in this
+          process (``n_jobs`` is not used for it: key holders cannot be
+          pickled), all roles simulated in one process but with real
+          cryptography.  Needs ``cryptography`` (``skdpsynth[distributed]``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated import Federation, HybridPartition, combine
+    >>> dom = Domain(["a", "b"], [2, 3])
+    >>> codes = np.array([[0, 1], [1, 2], [1, 0], [0, 1]])
+    >>> part = HybridPartition.vertical(4, [["a"], ["b"]])
+    >>> fed = Federation.from_codes(codes, dom, part, seed=0)
+    >>> reply = fed.measure(("a", "b"), rho=1e6)          # tiny noise
+    >>> values, variance = combine(reply, dom)
+    >>> np.round(values).astype(int).tolist(), reply.party_rhos()
+    ([0, 2, 0, 1, 0, 1], {'party0.0': 500000.0, 'party0.1': 500000.0})
+
+    The same measurement with real cryptography (the curator sees no per-record data):
+
+    >>> fed = Federation.from_codes(codes, dom, part, seed=0, secure_computation="cryptographic")
+    >>> values, _ = combine(fed.measure(("a", "b"), rho=1e6), dom)
+    >>> np.round(values).astype(int).tolist()
+    [0, 2, 0, 1, 0, 1]
+    """
+
+    def __init__(self, parties: list[Party] | None, partition, domain: Domain, *, n_jobs=None, seed: int = 0,
+                 secure_computation: str = "simulated", backend=None, dealer_secret: bytes | None = None,
+                 session: bytes | None = None, curator_private_key: bytes | None = None):
+        if secure_computation not in SECURE_COMPUTATIONS:
+            raise ValueError(f"secure_computation must be one of {SECURE_COMPUTATIONS}, got {secure_computation!r}.")
+        if parties is None and backend is None:
+            raise ValueError("A Federation needs its parties (in this process) or a backend that hosts them.")
+        if secure_computation == "simulated" and parties is None:
+            raise ValueError("secure_computation='simulated' adds the parties' per-record data in this process; "
+                             "with parties on a backend use secure_computation='cryptographic'.")
+        self.parties = None if parties is None else list(parties)
+        self.partition = partition
+        self.domain = domain
+        self.n_jobs = n_jobs
+        self.seed = int(seed)
+        self.secure_computation = secure_computation
+        self.replies: list[MeasurementReply] = []
+        self._specs = {spec.name: spec for spec in partition.parties()}
+        self._number = {name: k for k, name in enumerate(self._specs)}
+        self._by_name = {} if parties is None else {p.name: p for p in self.parties}
+        self._public_keys: dict = {}
+        self._round = 0
+        self._dealer_secret = dealer_secret
+        self._session = session if session is not None else b"skdpsynth/federation/" + os.urandom(16)
+        self._curator_private_key = curator_private_key
+        self.noise_modes: dict = {}
+        if secure_computation == "cryptographic" and backend is None:
+            backend = LocalBackend(servers={
+                p.name: PartyServer.from_party(p, job=PartyJob.from_partition(domain, partition, p.name))
+                for p in self.parties})
+        self.backend = backend
+        if backend is not None:
+            self._setup()
+
+    @classmethod
+    def from_codes(cls, codes: np.ndarray, domain: Domain, partition, *, n_jobs=None, seed: int = 0,
+                   secure_computation: str = "simulated") -> "Federation":
+        """Split a table of integer codes (columns in domain order) among the partition's parties."""
+        parties = []
+        for spec in partition.parties():
+            cols = [domain.index(c) for c in spec.columns]
+            parties.append(Party(spec, codes[np.ix_(np.asarray(spec.rows), cols)], domain))
+        return cls(parties, partition, domain, n_jobs=n_jobs, seed=seed, secure_computation=secure_computation)
+
+    @classmethod
+    def connect(cls, backend, partition, domain: Domain, *, seed: int, secure_computation: str = "cryptographic",
+                dealer_secret: bytes | None = None, session: bytes | None = None,
+                curator_private_key: bytes | None = None) -> "Federation":
+        """A federation whose parties run on ``backend`` (:mod:`~skdpsynth.federated.runtime`).
+
+        Starts the backend and runs the setup round (every party reads its
+        data where it runs, checks it against the public job and returns
+        its public key).  Close the federation (or use it as a context
+        manager) to release the parties.
+
+        Parameters
+        ----------
+        backend : LocalBackend, ProcessBackend or DaskBackend
+        partition : HybridPartition
+        domain : Domain
+        seed : int
+            Sent to the parties: only those hosted with ``noise="curator"``
+            use it (see :class:`~skdpsynth.federated.runtime.PartyHost`).
+        secure_computation : "cryptographic"
+            The only mode in which no per-record data reach the curator.
+        dealer_secret : bytes, optional
+            Derive the secure products' triple seeds from this curator-private
+            secret (so that a curator replaying a fit from files sends the
+            same seeds); by default they are fresh OS entropy.
+        session, curator_private_key : bytes, optional
+            The session identifier and the curator's X25519 key, kept by a
+            curator that replays a fit (by default fresh from the OS).
+        """
+        backend.start()
+        try:
+            return cls(None, partition, domain, seed=seed, secure_computation=secure_computation, backend=backend,
+                       dealer_secret=dealer_secret, session=session, curator_private_key=curator_private_key)
+        except BaseException:
+            backend.close()
+            raise
+
+    def close(self) -> None:
+        """Release the parties' backend (if any)."""
+        if self.backend is not None:
+            self.backend.close()
+
+    def __enter__(self) -> "Federation":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @staticmethod
+    def _request(arrays: dict | None = None, **fields) -> bytes:
+        """A request packet to a party (sealed data ride as uint8 arrays)."""
+
+        arrays = {k: np.frombuffer(bytes(v), dtype=np.uint8) for k, v in (arrays or {}).items()}
+        return pack("Request", sender=CURATOR, fields=fields, arrays=arrays)
+
+    def _setup(self) -> None:
+        """The setup round: every party gets the public job and answers with its public key."""
+
+        secure_aggregation, _ = _crypto_modules()
+        self._curator = secure_aggregation.SecureAggregationParty(CURATOR, self._session,
+                                                                  private_key=self._curator_private_key)
+        requests = {
+            name: self._request(op="setup", session=self._session.hex(), curator_key=self._curator.public_key.hex(),
+                                number=self._number[name], seed=self.seed,
+                                **PartyJob.from_partition(self.domain, self.partition, name).setup_fields())
+            for name in self._specs}
+        for name, data in self.backend.call(requests).items():
+            packet = unpack(data, kinds=("PublicKey",), sender=name)
+            try:
+                key = bytes.fromhex(packet.fields["key"])
+            except (KeyError, TypeError, ValueError):
+                raise MessageError(name, "its public key is not a hex string.") from None
+            if len(key) != 32 or packet.fields.get("noise") not in ("private", "curator"):
+                raise MessageError(name, "its setup reply is malformed (a 32-byte key and its noise mode).")
+            self._public_keys[name] = key
+            self.noise_modes[name] = packet.fields["noise"]
+
+    def measure(self, attrs: Sequence[str], rho: float, *, protocol: str = "secure_sum", n_repeats: int = 1,
+                shortcut: bool = True) -> MeasurementReply:
+        """``DMM(r, ρ')``: every slice's involved parties answer with noisy values (spec §3.2).
+
+        Parameters
+        ----------
+        attrs : sequence of str
+            The marginal ``r``.
+        rho : float
+            The call's zCDP budget ``ρ'``; party ``(i, j)`` spends
+            ``n_repeats · |A_ij| / |r| · ρ'``.
+        protocol : {"secure_sum", "indicator"}
+        n_repeats : int, default=1
+            The paper's IDMM ``e``: noise variance divided by ``e`` at ``e`` times the cost.
+        shortcut : bool, default=True
+            Protocol B: a party holding all of ``r`` in its slice releases its noisy marginal.
+
+        Returns
+        -------
+        MeasurementReply
+        """
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
+        r = self.domain.canonical(attrs)
+        strides = dict(zip(r, self.domain.strides(r)))
+        n_cells = self.domain.size(r)
+        call = len(self.replies)
+        if self.secure_computation == "cryptographic":
+            reply = MeasurementReply(r, float(rho), int(n_repeats), protocol,
+                                     self._backend_measure(r, rho, protocol, n_repeats, shortcut, call))
+            self.replies.append(reply)
+            return reply
+        jobs, plan = [], []
+        for shares in split_budget(self.partition, self.domain, r, rho):
+            for s in shares:
+                variance = 1.0 / (2.0 * n_repeats * s.rho)
+                if protocol == "secure_sum":
+                    kind, args = "secure_sum_input", (s.attrs, [strides[a] for a in s.attrs], n_cells, variance)
+                elif shortcut and len(shares) == 1:
+                    kind, args = "noisy_local_marginal", (s.attrs, variance, n_repeats * s.rho)
+                else:
+                    kind, args = "noisy_indicators", (s.attrs, variance, n_repeats * s.rho)
+                jobs.append(delayed(_local_step)(self._by_name[s.party], kind, args,
+                                                 (self.seed, call, self._number[s.party])))
+                plan.append((s, variance))
+        outputs = Parallel(n_jobs=self.n_jobs)(jobs)
+        if protocol == "secure_sum":
+            parts = self._secure_aggregate(plan, outputs, r, n_cells, n_repeats)
+        else:
+            parts = tuple(outputs)
+        reply = MeasurementReply(r, float(rho), int(n_repeats), protocol, parts)
+        self.replies.append(reply)
+        return reply
+
+    def _backend_measure(self, r: tuple, rho: float, protocol: str, n_repeats: int, shortcut: bool,
+                         call: int) -> tuple:
+        """One DMM call through the backend: requests out, validated messages in (the cryptographic mode).
+
+        Protocol A: a slice where one party holds all of ``r`` sends its
+        noisy count; a slice where two parties share ``r`` runs the secure
+        product (curator as dealer, the parties' masked inputs sealed for
+        each other and relayed) and pairwise-masked aggregation of their
+        shares.  Protocol B: every party sends its noisy matrix or marginal.
+        """
+
+        _, secure_product = _crypto_modules()
+        slices = [shares for shares in split_budget(self.partition, self.domain, r, rho) if shares]
+        requests, expected, products = {}, {}, []
+        for shares in slices:
+            variances = [1.0 / (2.0 * n_repeats * s.rho) for s in shares]
+            if protocol == "secure_sum" and len(shares) == 2:
+                products.append(self._product_open(r, shares, variances, {s.party: n_repeats * s.rho for s in shares},
+                                                    call, requests, secure_product))
+                continue
+            if protocol == "secure_sum" and len(shares) > 2:
+                raise NotImplementedError(
+                    f"secure_computation='cryptographic': slice {shares[0].slice} splits the marginal {r} among "
+                    f"{len(shares)} parties {[s.party for s in shares]}; the secure product covers two parties "
+                    "only (use secure_computation='simulated', or a marginal held by at most two parties per slice).")
+            for s, v in zip(shares, variances):
+                if protocol == "secure_sum":
+                    kind, message_kind = "count", "SliceCount"
+                elif shortcut and len(shares) == 1:
+                    kind, message_kind = "local_marginal", "NoisyLocalMarginal"
+                else:
+                    kind, message_kind = "indicators", "NoisyIndicators"
+                requests[s.party] = self._request(op="measure", kind=kind, attrs=list(s.attrs), r=list(r),
+                                                  variance=v, rho=n_repeats * s.rho, call=call)
+                expected[s.party] = ({"sender": s.party, "kind": message_kind, "attrs": r if kind == "count"
+                                      else s.attrs, "rho": n_repeats * s.rho}, s)
+        replies = self.backend.call(requests) if requests else {}
+        parts = []
+        for name, (exp, s) in expected.items():
+            message = from_bytes(replies[name], expected=exp, domain=self.domain).message
+            self._check_party_message(name, s, message)
+            parts.append(message)
+        if products:
+            parts += self._product_finish(products, r, call, replies)
+        return tuple(sorted(parts, key=lambda m: (m.slice, self._number.get(getattr(m, "party", ""), -1))))
+
+    def _check_party_message(self, name: str, share, message) -> None:
+
+        if message.slice != share.slice:
+            raise MessageError(name, f"it answers for slice {message.slice}, the party is in slice {share.slice}.")
+        matrix = getattr(message, "matrix", None)
+        if matrix is not None and matrix.shape[0] != self._specs[name].n_rows:
+            raise MessageError(name, f"its matrix has {matrix.shape[0]} rows, its roster {self._specs[name].n_rows}.")
+
+    def _dealer_seeds(self, call: int, slice_: int):
+        if self._dealer_secret is None:
+            return None
+
+        return tuple(hmac.new(self._dealer_secret, f"{role}|{call}|{slice_}".encode(), hashlib.sha256).digest()
+                     for role in ("A", "B"))
+
+    def _product_open(self, r: tuple, shares, variances, rhos: dict, call: int, requests: dict,
+                      secure_product) -> tuple:
+        """Secure product, step 1: the dealer's sealed triple seed to each of the two parties."""
+        from .secure_aggregation import seal
+
+        s1, s2 = shares
+        n = self._specs[s1.party].n_rows
+        if self._specs[s2.party].n_rows != n:
+            raise ValueError(f"Parties {s1.party!r} and {s2.party!r} of slice {s1.slice} have different rosters.")
+        dealer = secure_product.ProductDealer(n, self.domain.size(s1.attrs), self.domain.size(s2.attrs),
+                                              seeds=self._dealer_seeds(call, s1.slice))
+        for s, peer, triple in zip((s1, s2), (s2, s1), dealer.seeds()):
+            key = self._curator.pairwise_key(s.party, self._public_keys[s.party], purpose=DEALER_PURPOSE)
+            nonce, box = seal(key, triple.seed, f"dealer|{call}|{s.party}".encode())
+            requests[s.party] = self._request(
+                {"sealed_seed": box}, op="product_open", call=call, r=list(r), attrs=list(s.attrs), peer=peer.party,
+                peer_key=self._public_keys[peer.party].hex(), nonce=nonce.hex(),
+                triple={"role": triple.role, "n": triple.n, "d1": triple.d1, "d2": triple.d2,
+                        "scale_bits": triple.scale_bits})
+        return shares, variances, dealer, rhos
+
+    def _product_finish(self, products, r: tuple, call: int, opened: dict) -> list:
+        """Secure product, steps 2-4: relay the sealed inputs, collect the masked shares, add them, decode."""
+        from .secure_aggregation import MaskedInput, aggregate_encoded
+
+        round_id, self._round = self._round, self._round + 1
+        requests, plan = {}, []
+        for (s1, s2), (v1, v2), dealer, rhos in products:
+            names = [s1.party, s2.party]
+            keys = {n: self._public_keys[n].hex() for n in names}
+            sealed = {}
+            for s, peer in ((s1, s2), (s2, s1)):
+                packet = unpack(opened[s.party], kinds=("Sealed",), sender=s.party)
+                if packet.fields.get("recipient") != peer.party or set(packet.arrays) != {"ciphertext"}:
+                    raise MessageError(s.party, f"its sealed product input is not addressed to {peer.party!r}.")
+                sealed[s.party] = packet
+            for s, peer, v in ((s1, s2, v1), (s2, s1, v2)):
+                packet = sealed[peer.party]
+                requests[s.party] = self._request(
+                    {"ciphertext": packet.arrays["ciphertext"].tobytes()}, op="product_share", call=call, r=list(r), first=list(s1.attrs), second=list(s2.attrs),
+                    variance=v, round_id=round_id, participants=names, public_keys=keys, peer=peer.party,
+                    nonce=packet.fields.get("nonce"), shape=packet.fields.get("shape"))
+            plan.append(((s1, s2), (v1, v2), dealer, rhos, names))
+        replies = self.backend.call(requests)
+        parts = []
+        for (s1, s2), (v1, v2), dealer, rhos, names in plan:
+            masked = {}
+            d = (self.domain.size(s1.attrs), self.domain.size(s2.attrs))
+            for name in names:
+                packet = unpack(replies[name], kinds=("MaskedInput",), sender=name)
+                values, f = packet.arrays.get("values"), packet.fields
+                if values is None or values.dtype != np.uint64 or values.shape != d:
+                    raise MessageError(name, f"its masked share must be a uint64 array of shape {d}.")
+                try:
+                    masked[name] = MaskedInput(party=name, round_id=int(f["round_id"]),
+                                               participants=tuple(f["participants"]),
+                                               transcript=_unhex(name, f["transcript"], "transcript"),
+                                               scale_bits=int(f["scale_bits"]), values=values)
+                except (KeyError, TypeError, ValueError):
+                    raise MessageError(name, "its masked share's fields are malformed.") from None
+            matrix = dealer.finish(aggregate_encoded(masked, expected=names))
+            noisy = _from_product_layout(matrix, self.domain, r, s1.attrs, s2.attrs)
+            parts.append(SliceCount(s1.slice, r, noisy, float(v1 + v2), rhos))
+        return parts
+
+    @staticmethod
+    def _secure_aggregate(plan, outputs, r, n_cells: int, n_repeats: int) -> tuple:
+        """The simulated secure-aggregation primitive: per slice, ``bincount(Σ_j parts) + Σ_j noise``."""
+        parts = []
+        slices = sorted({s.slice for s, _ in plan})
+        for i in slices:
+            members = [(s, v, out) for (s, v), out in zip(plan, outputs) if s.slice == i]
+            index = sum(out[0] for _, _, out in members)
+            noise = sum(out[1] for _, _, out in members)  # integer shares: the sum is exact
+            noisy = (np.bincount(index, minlength=n_cells) + noise).astype(float)
+            parts.append(SliceCount(i, r, noisy, float(sum(v for _, v, _ in members)),
+                                    {s.party: n_repeats * s.rho for s, _, _ in members}))
+        return tuple(parts)
+
+
+class ReplayFederation:
+    """Answers measurement requests from a log of replies, holding no data at all.
+
+    Parameters
+    ----------
+    replies : sequence of MeasurementReply
+        E.g. :attr:`Federation.replies` of an earlier run.
+
+    Raises
+    ------
+    LookupError
+        From :meth:`measure`, if a request differs from the logged one (or
+        the log is exhausted).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated import Federation, HybridPartition, ReplayFederation
+    >>> dom = Domain(["a", "b"], [2, 3])
+    >>> codes = np.array([[0, 1], [1, 2], [1, 0], [0, 1]])
+    >>> fed = Federation.from_codes(codes, dom, HybridPartition.vertical(4, [["a"], ["b"]]), seed=0)
+    >>> first, second = fed.measure(("a", "b"), rho=1.0), fed.measure(("a",), rho=0.5)
+    >>> replay = ReplayFederation(fed.replies)                 # no data, only the log
+    >>> replay.measure(("a", "b"), rho=1.0) is first
+    True
+    >>> replay.measure(("b",), rho=0.5)
+    Traceback (most recent call last):
+    ...
+    LookupError: Request 1 asks for ('b',) at rho=0.5 (secure_sum, e=1); the log has ('a',) at rho=0.5 (secure_sum, e=1).
+    """
+
+    def __init__(self, replies: Sequence[MeasurementReply]):
+        self._replies = list(replies)
+        self.replies: list[MeasurementReply] = []
+
+    def measure(self, attrs: Sequence[str], rho: float, *, protocol: str = "secure_sum", n_repeats: int = 1,
+                shortcut: bool = True) -> MeasurementReply:
+        k = len(self.replies)
+        if k >= len(self._replies):
+            raise LookupError(f"Request {k} ({tuple(attrs)}) is beyond the {len(self._replies)} logged replies.")
+        reply = self._replies[k]
+        same = (set(reply.attrs) == set(attrs) and np.isclose(reply.rho, rho, rtol=1e-12, atol=0)
+                and reply.protocol == protocol and reply.n_repeats == n_repeats)
+        if not same:
+            raise LookupError(f"Request {k} asks for {tuple(attrs)} at rho={rho} ({protocol}, e={n_repeats}); "
+                              f"the log has {reply.attrs} at rho={reply.rho} ({reply.protocol}, e={reply.n_repeats}).")
+        self.replies.append(reply)
+        return reply
