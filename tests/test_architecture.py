@@ -123,3 +123,22 @@ def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path):
                                 ("skdpsynth.synthesizers.aim", "skdpsynth.domain")}
     assert violations(graph) == {"cycle: skdpsynth.domain <-> skdpsynth.privacy",
                                  "upward: skdpsynth.domain -> skdpsynth.privacy"}
+
+
+def test_deprecated_aliases_warn_and_give_the_moved_object():
+    import importlib
+
+    import pytest
+
+    aliases = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "_MOVED = " not in path.read_text(encoding="utf-8"):
+            continue
+        module = importlib.import_module(_module_name(path, PACKAGE))
+        aliases += [(module, name, target) for name, target in getattr(module, "_MOVED", {}).items()]
+    assert aliases, "no deprecated alias found: drop this test together with the last one"
+    for module, name, target in aliases:
+        with pytest.warns(DeprecationWarning, match=f"{name} moved to {target}"):
+            found = getattr(module, name)
+        assert found is getattr(importlib.import_module(target), name)
+        assert name not in getattr(module, "__all__", ())

@@ -13,19 +13,29 @@ How protocol A's slice count is computed is the federation's
 """
 from __future__ import annotations
 
-import os
+import importlib
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
-from joblib import Parallel, delayed
 
 from ..domain import Domain
 from ..privacy.samplers import discrete_gaussian
-from .dmm import PROTOCOLS, split_budget
-from .messages import MeasurementReply, NoisyIndicators, NoisyLocalMarginal, SliceCount
-from .party_job import PartyJob
+from .messages import NoisyIndicators, NoisyLocalMarginal
 
 __all__ = ["Party", "SECURE_COMPUTATIONS"]
+
+# Names moved to other modules (doc/changelog.md): importable from here, with a DeprecationWarning, until 0.2.
+_MOVED = {"Federation": "skdpsynth.federated.curator", "ReplayFederation": "skdpsynth.federated.curator"}
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        warnings.warn(f"skdpsynth.federated.parties.{name} moved to {_MOVED[name]}.{name} (also importable from "
+                      "skdpsynth.federated); this alias will be removed in 0.2.", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 SECURE_COMPUTATIONS = ("simulated", "cryptographic")
 """The values of :class:`~skdpsynth.federated.curator.Federation`'s ``secure_computation``."""
