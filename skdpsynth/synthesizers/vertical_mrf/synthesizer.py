@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from ...domain import Domain
 from ...federated import HybridPartition
@@ -405,7 +406,8 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         """
         self._refuse_out_of_core(X)
         party_columns = self.party_columns if party_columns is None else party_columns
-        if isinstance(X, Mapping) or (isinstance(X, (list, tuple)) and X
+        # A DOK sparse matrix is a dict too: not per-party frames (the base class refuses sparse input clearly).
+        if (isinstance(X, Mapping) and not sp.issparse(X)) or (isinstance(X, (list, tuple)) and X
                                       and all(isinstance(f, pd.DataFrame) for f in X)):
             if party_columns is not None:
                 raise ValueError("With per-party frames the parties' columns come from the frames; do not pass "
