@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "skdpsynth"
 
 # Lowest first.  A unit may import the units of lower layers only.
 LAYERS = (
-    ("domain", "utils"),
+    ("domain", "utils", "params"),
     ("privacy", "datasets"),
     ("marginals", "columns"),
     ("outofcore",),             # counts marginals of data too large for memory

@@ -28,18 +28,21 @@ Workload-aware select-measure-generate:
 """
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 
 from ..domain import Domain
 from ..graphical import mirror_descent
 from ..graphical.tables import num_threads, single_threaded_blas
 from ..marginals import marginals
+from ..params import Interval, Options
 from ..privacy import PrivacyLedger, lazy_exponential_mechanism
 from ..utils import check_memory
 from .base import BaseSynthesizer
 from .select_measure import (
     CandidateErrors,
-    check_engine_params,
+    ENGINE_PARAMETER_CONSTRAINTS,
     child_generator,
     choose_engine,
     compile_workload,
@@ -289,17 +292,15 @@ class AIMSynthesizer(BaseSynthesizer):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        if self.rounds is not None and not (isinstance(self.rounds, (int, np.integer)) and self.rounds >= 1):
-            raise ValueError(f"rounds must be a positive integer or None, got {self.rounds!r}.")
-        if self.round_stopping not in ("noise", None):
-            raise ValueError(f"round_stopping must be 'noise' or None, got {self.round_stopping!r}.")
-        if self.final_stopping not in ("noise", None):
-            raise ValueError(f"final_stopping must be 'noise' or None, got {self.final_stopping!r}.")
-        if not self.max_model_size > 0:
-            raise ValueError(f"max_model_size must be > 0, got {self.max_model_size!r}.")
-        check_engine_params(self.scoring, self.scoring_samples, self.selections_per_round)
+    _parameter_constraints = {
+        "workload": [None, Interval(Integral, 1, None), list, tuple],
+        "max_cells": [Interval(Integral, 1, None), None],
+        "rounds": [Interval(Integral, 1, None), None],
+        "max_model_size": [Interval(Real, 0, None, closed="neither")],
+        "round_stopping": [Options("noise"), None],
+        "final_stopping": [Options("noise"), None],
+        **ENGINE_PARAMETER_CONSTRAINTS,
+    }
 
     def _choose_engine(self, domain: Domain, n_candidates: int) -> None:
         """``scoring_`` and ``selections_per_round_`` from the hyper-parameters and public sizes only."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Mapping
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
@@ -39,6 +40,7 @@ from ..columns import Column, resolve_columns
 from ..domain import Domain
 from ..marginals import as_codes
 from ..outofcore import is_out_of_core
+from ..params import Interval, Options, validate_params
 from ..privacy import PrivacyLedger, cdp_rho
 from ..privacy.randomness import child_random_states, noise_generator, warn_reproducible_noise
 from ..utils import append_target, check_random_state
@@ -97,14 +99,23 @@ class BaseSynthesizer(BaseEstimator):
         tags.input_tags.string = True
         return tags
 
-    # zCDP by default; pure-epsilon methods override _privacy_budget.
+    # The constraints every synthesizer shares (skdpsynth.params; each applies where the estimator has the
+    # parameter); subclasses declare their own in the same class attribute.
+    _parameter_constraints: dict = {
+        "domain": [None, Mapping, Domain],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
+        "verbose": [Interval(Integral, 0, None), bool],
+        "max_iters": [Interval(Integral, 1, None)],
+        "final_iters": [Interval(Integral, 1, None)],
+        "sampling": [Options("round", "sample")],
+        "tol": [Interval(Real, 0, None)],
+    }
+
+    # zCDP by default (epsilon and delta checked by _check_params); pure-epsilon methods override _privacy_budget.
     def _privacy_budget(self) -> dict:
-        epsilon, delta = self.epsilon, self.delta
-        if not (isinstance(epsilon, (int, float, np.number)) and np.isfinite(epsilon) and epsilon > 0):
-            raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}.")
-        if not (isinstance(delta, (int, float, np.number)) and 0 < delta < 1):
-            raise ValueError(f"delta must be in (0, 1) for a zCDP method, got {delta!r}.")
-        return {"rho": cdp_rho(float(epsilon), float(delta))}
+        return {"rho": cdp_rho(float(self.epsilon), float(self.delta))}
 
     # -- fit ----------------------------------------------------------------
     def fit(self, X, y=None, **fit_params):
@@ -145,8 +156,8 @@ class BaseSynthesizer(BaseEstimator):
             frame = None
         else:
             frame = self._as_frame(X, y)
-        budget = self._privacy_budget()
         self._check_params()
+        budget = self._privacy_budget()
         warn_reproducible_noise(type(self).__name__, self.random_state)
         # A zCDP fit records the delta its rho was derived from: the ledger then states (epsilon, delta) itself.
         ledger = PrivacyLedger(zcdp_delta=float(self.delta) if "rho" in budget else None)
@@ -205,14 +216,9 @@ class BaseSynthesizer(BaseEstimator):
         return budget
 
     def _check_params(self) -> None:
-        """Validate hyper-parameters at fit (subclasses extend it, calling ``super()``)."""
-        sampling = getattr(self, "sampling", "round")
-        if sampling not in ("round", "sample"):
-            raise ValueError(f"sampling must be 'round' or 'sample', got {sampling!r}.")
-        for name in ("max_iters", "final_iters"):
-            value = getattr(self, name, 1)
-            if not (isinstance(value, (int, np.integer)) and value >= 1):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+        """Validate hyper-parameters at fit: the declared ``_parameter_constraints`` (of this class and its
+        bases), then what a subclass adds (checks across parameters), calling ``super()`` first."""
+        validate_params(self)
 
     def _fit_codes(self, codes: np.ndarray, domain: Domain, ledger: PrivacyLedger, rng, **budget) -> None:
         raise NotImplementedError

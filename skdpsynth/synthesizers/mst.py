@@ -26,6 +26,7 @@ from ..domain import Domain
 from ..graphical import Measurement, mirror_descent
 from ..graphical.estimation import independent_estimate
 from ..marginals import marginals
+from ..params import Options
 from ..privacy import PrivacyLedger, exponential_mechanism
 from ..utils import check_memory
 from .base import BaseSynthesizer
@@ -207,10 +208,10 @@ class MSTSynthesizer(BaseSynthesizer):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        if self.early_stopping not in ("discrepancy", None):
-            raise ValueError(f"early_stopping must be 'discrepancy' or None, got {self.early_stopping!r}.")
+    _parameter_constraints = {
+        "compress": [bool],
+        "early_stopping": [Options("discrepancy"), None],
+    }
 
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
         # Thirds: 1-way, tree selection, tree measurement. One attribute has no tree: its stages would spend nothing,

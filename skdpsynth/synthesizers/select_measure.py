@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
+from numbers import Integral
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from ..graphical.junction_tree import junction_tree_cells
 from ..graphical.sampling import sample_model
 from ..graphical.tables import num_threads
 from ..marginals import downward_closure, marginal, marginals, workload as make_workload
+from ..params import Interval, Options, validate_params
 from ..privacy import PrivacyLedger, gaussian_mechanism
 
 __all__ = [
@@ -581,8 +583,17 @@ def resolve_workload(workload, domain: Domain, max_cells: int | None, default_wa
 
 
 # ------------------------------------------------------------------ the selection engine on wide tables
+# The engine's hyper-parameters (AIMSynthesizer, PartitionSynthesizer), declared once for both.
+ENGINE_PARAMETER_CONSTRAINTS = {
+    "scoring": [Options("auto", "exact", "sampled")],
+    "scoring_samples": [Options("auto"), Interval(Integral, 1, None)],
+    "selections_per_round": [Options("auto"), Interval(Integral, 1, None)],
+}
+
+
 def check_engine_params(scoring, scoring_samples, selections_per_round) -> None:
-    """Validate the ``scoring``, ``scoring_samples`` and ``selections_per_round`` hyper-parameters.
+    """Validate the ``scoring``, ``scoring_samples`` and ``selections_per_round`` hyper-parameters
+    (:data:`ENGINE_PARAMETER_CONSTRAINTS`).
 
     Examples
     --------
@@ -593,14 +604,8 @@ def check_engine_params(scoring, scoring_samples, selections_per_round) -> None:
     ...
     ValueError: scoring must be 'auto', 'exact' or 'sampled', got 'fast'.
     """
-    if scoring not in ("auto", "exact", "sampled"):
-        raise ValueError(f"scoring must be 'auto', 'exact' or 'sampled', got {scoring!r}.")
-    if not (scoring_samples == "auto" or (isinstance(scoring_samples, (int, np.integer))
-                                          and not isinstance(scoring_samples, bool) and scoring_samples >= 1)):
-        raise ValueError(f"scoring_samples must be 'auto' or a positive integer, got {scoring_samples!r}.")
-    k = selections_per_round
-    if not (k == "auto" or (isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1)):
-        raise ValueError(f"selections_per_round must be 'auto' or a positive integer, got {k!r}.")
+    validate_params(None, {"scoring": scoring, "scoring_samples": scoring_samples,
+                           "selections_per_round": selections_per_round}, ENGINE_PARAMETER_CONSTRAINTS)
 
 
 def choose_engine(scoring, scoring_samples, selections_per_round, n_attributes: int,

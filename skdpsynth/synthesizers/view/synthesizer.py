@@ -310,10 +310,7 @@ class ViewSynthesizer(BaseSynthesizer):
 
     # -- validation -------------------------------------------------------------------------------------
     def _privacy_budget(self) -> dict:
-        epsilon = self.epsilon
-        if isinstance(epsilon, bool) or not (isinstance(epsilon, numbers.Real) and np.isfinite(epsilon) and epsilon > 0):
-            raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}.")
-        return {"epsilon": float(epsilon)}
+        return {"epsilon": float(self.epsilon)}   # checked by _check_params (BaseSynthesizer's constraints)
 
     def _check_params(self) -> None:
         super()._check_params()

@@ -1,0 +1,163 @@
+"""Hyper-parameter constraints, declared once per estimator and checked at ``fit``.
+
+An estimator declares ``_parameter_constraints``: for each hyper-parameter,
+the list of what it may be (any one will do): an :class:`Interval` of
+integers or reals, a set of :class:`Options`, ``None``, a type, or
+``"random_state"``.  :func:`validate_params` checks an estimator's values
+against the declarations of its class and of every base class (a subclass's
+declaration of a name replaces its base's), and raises one ``ValueError``
+naming the parameter, what it may be and the value given.
+
+Booleans are not numbers here: ``epsilon=True`` is a mistake, not 1.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from numbers import Integral, Real
+
+import numpy as np
+
+__all__ = ["Interval", "Options", "validate_params", "declared_constraints"]
+
+
+class Interval:
+    """Integers (``Integral``) or reals (``Real``) between ``low`` and ``high`` (``None``: unbounded).
+
+    Parameters
+    ----------
+    kind : {numbers.Integral, numbers.Real}
+    low, high : number or None
+    closed : {"both", "left", "right", "neither"}, default="both"
+        Which ends belong to the interval.  Reals must also be finite.
+
+    Examples
+    --------
+    >>> from numbers import Integral, Real
+    >>> from skdpsynth.params import Interval
+    >>> Interval(Real, 0, None, closed="neither").accepts(0.5), Interval(Integral, 1, None).accepts(True)
+    (True, False)
+    >>> str(Interval(Real, 0, 1, closed="neither"))
+    'a finite number in (0, 1)'
+    """
+
+    def __init__(self, kind: type, low=None, high=None, *, closed: str = "both"):
+        if kind not in (Integral, Real):
+            raise ValueError(f"kind must be numbers.Integral or numbers.Real, got {kind!r}.")
+        if closed not in ("both", "left", "right", "neither"):
+            raise ValueError(f"closed must be 'both', 'left', 'right' or 'neither', got {closed!r}.")
+        self.kind, self.low, self.high, self.closed = kind, low, high, closed
+
+    def accepts(self, value) -> bool:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, self.kind):
+            return False
+        if self.kind is Real and not math.isfinite(float(value)):
+            return False
+        if self.low is not None and (value < self.low or (value == self.low and self.closed in ("right", "neither"))):
+            return False
+        if self.high is not None and (value > self.high or
+                                      (value == self.high and self.closed in ("left", "neither"))):
+            return False
+        return True
+
+    def __str__(self) -> str:
+        what = "an integer" if self.kind is Integral else "a finite number"
+        if self.low is None and self.high is None:
+            return what
+        if self.high is None:
+            return f"{what} {'>=' if self.closed in ('both', 'left') else '>'} {self.low}"
+        if self.low is None:
+            return f"{what} {'<=' if self.closed in ('both', 'right') else '<'} {self.high}"
+        left = "[" if self.closed in ("both", "left") else "("
+        right = "]" if self.closed in ("both", "right") else ")"
+        return f"{what} in {left}{self.low}, {self.high}{right}"
+
+
+class Options:
+    """One of the given values (compared with ``==``, never a boolean for a number).
+
+    Examples
+    --------
+    >>> from skdpsynth.params import Options
+    >>> Options("auto", "exact").accepts("exact"), str(Options("auto", "exact"))
+    (True, "'auto' or 'exact'")
+    """
+
+    def __init__(self, *values):
+        self.values = values
+
+    def accepts(self, value) -> bool:
+        return any(type(value) is type(v) and value == v for v in self.values
+                   if not isinstance(v, (bool, np.bool_)) or isinstance(value, (bool, np.bool_)))
+
+    def __str__(self) -> str:
+        shown = [repr(v) for v in self.values]
+        return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
+def _accepts(constraint, value) -> bool:
+    if constraint is None:
+        return value is None
+    if constraint == "random_state":
+        return value is None or isinstance(value, np.random.Generator) or (
+            isinstance(value, (Integral, np.integer)) and not isinstance(value, (bool, np.bool_)) and value >= 0)
+    if isinstance(constraint, type):
+        return isinstance(value, constraint) and not (constraint is not bool and isinstance(value, bool))
+    return constraint.accepts(value)
+
+
+def _describe(constraint) -> str:
+    if constraint is None:
+        return "None"
+    if constraint == "random_state":
+        return "None, an integer >= 0 or a numpy Generator"
+    if isinstance(constraint, type):
+        return {Mapping: "a mapping", bool: "True or False"}.get(constraint, f"a {constraint.__name__}")
+    return str(constraint)
+
+
+def declared_constraints(estimator_class: type) -> dict:
+    """The constraints of ``estimator_class`` and its bases (a subclass's entry for a name replaces its base's).
+
+    Examples
+    --------
+    >>> from skdpsynth import MSTSynthesizer
+    >>> from skdpsynth.params import declared_constraints
+    >>> [str(c) for c in declared_constraints(MSTSynthesizer)["epsilon"]]
+    ['a finite number > 0']
+    """
+    merged: dict = {}
+    for cls in reversed(estimator_class.__mro__):
+        merged.update(vars(cls).get("_parameter_constraints", {}))
+    return merged
+
+
+def validate_params(estimator, params: Mapping | None = None, constraints: Mapping | None = None) -> None:
+    """Check ``params`` (default: ``estimator.get_params(deep=False)``) against the declared constraints.
+
+    Parameters without a declaration are not checked here (the estimator checks them itself).
+
+    Raises
+    ------
+    ValueError
+        ``"<name> must be <what it may be>, got <value>."`` for the first parameter that fits none of its
+        alternatives.
+
+    Examples
+    --------
+    >>> from skdpsynth import MSTSynthesizer
+    >>> from skdpsynth.params import validate_params
+    >>> validate_params(MSTSynthesizer(epsilon=True))
+    Traceback (most recent call last):
+    ...
+    ValueError: epsilon must be a finite number > 0, got True.
+    """
+    params = estimator.get_params(deep=False) if params is None else params
+    constraints = declared_constraints(type(estimator)) if constraints is None else constraints
+    for name, value in params.items():
+        alternatives: Iterable = constraints.get(name, ())
+        if not alternatives or any(_accepts(c, value) for c in alternatives):
+            continue
+        described = [_describe(c) for c in alternatives]
+        what = described[0] if len(described) == 1 else ", ".join(described[:-1]) + " or " + described[-1]
+        raise ValueError(f"{name} must be {what}, got {value!r}.")

@@ -1,0 +1,105 @@
+"""Hyper-parameter constraints (skdpsynth.params): declared once per estimator, checked at fit by one validator."""
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from skdpsynth import (AIMSynthesizer, HybridSynthesizer, MSTSynthesizer, PartitionSynthesizer,
+                       VerticalMRFSynthesizer, ViewSynthesizer)
+from skdpsynth.params import Interval, Options, declared_constraints, validate_params
+
+SYNTHESIZERS = (MSTSynthesizer, AIMSynthesizer, PartitionSynthesizer, HybridSynthesizer, VerticalMRFSynthesizer,
+                ViewSynthesizer)
+# Parameters each synthesizer still checks by hand (the architecture issue moves them into declarations): a
+# parameter declared since must be struck from here, and no new one may be added.
+NOT_YET_DECLARED = {
+    "MSTSynthesizer": set(),
+    "AIMSynthesizer": set(),
+    "PartitionSynthesizer": {
+        "candidates", "contr_frac", "em_sensitivity", "eta", "init_frac", "max_cells", "max_model_size",
+        "max_partition_steps", "max_rounds", "measurement_form", "partition_source", "privacy_mode", "rho",
+        "round_budget", "rounds", "scoring", "scoring_samples", "select_frac", "selections_per_round", "split_rule",
+        "strict_utility", "termination", "workload"},
+    "HybridSynthesizer": {
+        "alpha", "anneal_factor", "beta", "charge_selection", "init", "local_marginal_shortcut", "max_cells",
+        "max_model_size", "max_rounds", "n_jobs", "n_repeats", "paper_reproduction", "partition", "pgm_loss",
+        "protocol", "secure_computation", "use_selection_measurements", "variance_model", "workload"},
+    "VerticalMRFSynthesizer": {
+        "budget_split", "candidates_per_round", "cardinality_estimator", "consistency", "consistency_iters",
+        "cross_marginal_max_way", "delta_split", "encoder", "fo_accounting", "gamma", "his_rec", "keep_messages",
+        "local_max_clique_size", "local_mrf", "local_mrf_params", "max_clique_size", "max_cross_edges",
+        "max_model_size", "md_iters", "min_avg_cell_count", "n_bins", "n_cross_marginals", "n_refine_rounds",
+        "n_sketches", "party_columns", "secure_computation", "sketch_accounting"},
+    "ViewSynthesizer": {
+        "budget_allocation", "consistency_weights", "count_share", "gamma", "max_postprocess_iter",
+        "max_view_cells", "n_estimator", "n_public", "n_search", "postprocess_tol", "variant", "view_size"},
+}
+
+
+@pytest.mark.parametrize("cls", SYNTHESIZERS, ids=lambda c: c.__name__)
+def test_every_parameter_is_declared_or_listed(cls):
+    undeclared = set(cls().get_params()) - set(declared_constraints(cls))
+    assert undeclared == NOT_YET_DECLARED[cls.__name__]
+
+
+@pytest.mark.parametrize("cls", SYNTHESIZERS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("params, message", [
+    ({"epsilon": True}, "epsilon must be a finite number > 0, got True"),
+    ({"epsilon": float("inf")}, "epsilon must be a finite number > 0, got inf"),
+    ({"epsilon": "1"}, "epsilon must be a finite number > 0, got '1'"),
+    ({"verbose": "x"}, "verbose must be an integer >= 0 or True or False, got 'x'"),
+    ({"random_state": -1}, "random_state must be None, an integer >= 0 or a numpy Generator, got -1"),
+])
+def test_every_synthesizer_refuses_at_fit_naming_the_parameter(cls, params, message):
+    frame = pd.DataFrame({"a": [0, 1, 1, 0], "b": [1, 0, 1, 1], "c": [0, 0, 1, 1]})
+    estimator = cls(domain={"a": 2, "b": 2, "c": 2}, **params)    # stored as given
+    assert estimator.get_params()[next(iter(params))] is params[next(iter(params))]
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        estimator.fit(frame)
+
+
+def test_delta_is_checked_only_where_the_method_has_one():
+    with pytest.raises(ValueError, match=r"delta must be a finite number in \(0, 1\), got 1.0"):
+        validate_params(MSTSynthesizer(delta=1.0))
+    validate_params(ViewSynthesizer(epsilon=0.5))      # pure epsilon: no delta parameter
+
+
+def test_interval_ends_and_kinds():
+    positive = Interval(Integral, 1, None)
+    assert positive.accepts(1) and positive.accepts(np.int64(5)) and not positive.accepts(0)
+    assert not positive.accepts(1.0) and not positive.accepts(True)
+    unit = Interval(Real, 0, 1, closed="neither")
+    assert unit.accepts(0.5) and unit.accepts(np.float32(0.5)) and not unit.accepts(0) and not unit.accepts(1)
+    assert not unit.accepts(float("nan")) and not unit.accepts(np.bool_(True))
+    assert Interval(Real, 0, 1, closed="left").accepts(0) and not Interval(Real, 0, 1, closed="left").accepts(1)
+    assert str(Interval(Real, None, 3, closed="neither")) == "a finite number < 3"
+    with pytest.raises(ValueError, match="closed must be"):
+        Interval(Real, 0, 1, closed="open")
+
+
+def test_options_do_not_take_a_boolean_for_a_number():
+    assert Options(1, "auto").accepts(1) and not Options(1, "auto").accepts(True)
+    assert Options(True).accepts(True) and not Options(True).accepts(1)
+    assert str(Options("a", "b", "c")) == "'a', 'b' or 'c'"
+
+
+def test_a_subclass_declaration_replaces_its_base():
+    class Base:
+        _parameter_constraints = {"k": [Interval(Integral, 1, None)], "s": [Options("x")]}
+
+        def get_params(self, deep=False):
+            return {"k": self.k, "s": "x"}
+
+    class Child(Base):
+        _parameter_constraints = {"k": [Options("auto"), Interval(Integral, 1, None)]}
+
+    child = Child()
+    child.k = "auto"
+    validate_params(child)
+    child.k = 0
+    with pytest.raises(ValueError, match=r"k must be 'auto' or an integer >= 1, got 0\."):
+        validate_params(child)
+    assert [str(c) for c in declared_constraints(Child)["s"]] == ["'x'"]
