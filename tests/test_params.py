@@ -18,11 +18,7 @@ SYNTHESIZERS = (MSTSynthesizer, AIMSynthesizer, PartitionSynthesizer, HybridSynt
 NOT_YET_DECLARED = {
     "MSTSynthesizer": set(),
     "AIMSynthesizer": set(),
-    "PartitionSynthesizer": {
-        "candidates", "contr_frac", "em_sensitivity", "eta", "init_frac", "max_cells", "max_model_size",
-        "max_partition_steps", "max_rounds", "measurement_form", "partition_source", "privacy_mode", "rho",
-        "round_budget", "rounds", "scoring", "scoring_samples", "select_frac", "selections_per_round", "split_rule",
-        "strict_utility", "termination", "workload"},
+    "PartitionSynthesizer": set(),
     "HybridSynthesizer": {
         "alpha", "anneal_factor", "beta", "charge_selection", "init", "local_marginal_shortcut", "max_cells",
         "max_model_size", "max_rounds", "n_jobs", "n_repeats", "paper_reproduction", "partition", "pgm_loss",

@@ -33,11 +33,14 @@ before each re-estimate (``scoring``, ``selections_per_round``; the same options
 """
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 
 from ...domain import Domain
 from ...graphical import Measurement, mirror_descent
 from ...marginals import marginals
+from ...params import Interval, Options
 from ...privacy import (
     PrivacyLedger,
     exponential_mechanism,
@@ -48,7 +51,7 @@ from ...privacy import (
 from ...utils import check_memory
 from ..base import BaseSynthesizer
 from ..select_measure import (
-    check_engine_params,
+    ENGINE_PARAMETER_CONSTRAINTS,
     child_generator,
     choose_engine,
     compile_workload,
@@ -372,67 +375,56 @@ class PartitionSynthesizer(BaseSynthesizer):
         self.verbose = verbose
 
     # -- validation ---------------------------------------------------------
+    _parameter_constraints = {
+        "rho": [None, Interval(Real, 0, None, closed="neither")],
+        "workload": [None, Interval(Integral, 1, None), list, tuple],
+        "max_cells": [Interval(Integral, 1, None), None],
+        "privacy_mode": [Options("strict", "paper")],
+        "candidates": [Options("downward_closure", "workload")],
+        "partition_source": [Options("model", "initial_model")],
+        "termination": [Options("first_increase", "global_min")],
+        "split_rule": [Options("max_re_interval", "global")],
+        "measurement_form": [Options("uniform", "aggregate")],
+        "strict_utility": [Options("gain", "efficiency")],
+        "eta": [Interval(Real, 0, 1, closed="right")],
+        "init_frac": [Interval(Real, 0, 1, closed="neither")],
+        "select_frac": [Interval(Real, 0, 1, closed="neither")],
+        "contr_frac": [Interval(Real, 0, 1, closed="neither")],
+        "rounds": [Interval(Integral, 1, None), None],
+        "max_rounds": [Interval(Integral, 1, None), None],
+        # 0: whole marginals only (strict mode; checked below).
+        "max_partition_steps": [Options("auto"), Interval(Integral, 0, None), None],
+        "em_sensitivity": [None, Interval(Real, 0, None, closed="neither")],
+        "round_budget": [Options("auto"), None, tuple, list],
+        "max_model_size": [Options("auto"), None, Interval(Real, 0, None, closed="neither")],
+        **ENGINE_PARAMETER_CONSTRAINTS,
+    }
+
+    # -- validation ---------------------------------------------------------
     def _privacy_budget(self) -> dict:
-        if self.rho is None:
-            return super()._privacy_budget()
-        if not (isinstance(self.rho, (int, float, np.number)) and np.isfinite(self.rho) and self.rho > 0):
-            raise ValueError(f"rho must be a finite number > 0, got {self.rho!r}.")
-        if not (isinstance(self.delta, (int, float, np.number)) and 0 < self.delta < 1):
-            raise ValueError(f"delta must be in (0, 1), got {self.delta!r}.")
-        return {"rho": float(self.rho)}
+        # rho (given instead of epsilon) and delta were checked by _check_params.
+        return super()._privacy_budget() if self.rho is None else {"rho": float(self.rho)}
 
     def _check_params(self) -> None:
+        """The declared constraints, then those across parameters."""
         super()._check_params()
-        choices = {"privacy_mode": ("strict", "paper"), "candidates": ("downward_closure", "workload"),
-                   "partition_source": ("model", "initial_model"), "termination": ("first_increase", "global_min"),
-                   "split_rule": ("max_re_interval", "global"), "measurement_form": ("uniform", "aggregate"),
-                   "strict_utility": ("gain", "efficiency")}
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}.")
-        if not (isinstance(self.eta, (int, float, np.number)) and 0 < self.eta <= 1):
-            raise ValueError(f"eta must be in (0, 1], got {self.eta!r}.")
-        for name in ("init_frac", "select_frac"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float, np.number)) and 0 < value < 1):
-                raise ValueError(f"{name} must be in (0, 1), got {value!r}.")
         if not self.init_frac + self.select_frac < 1:
             raise ValueError(f"init_frac + select_frac must be < 1 (the rest measures the selected marginals), got "
                              f"{self.init_frac} + {self.select_frac}.")
-        if not (isinstance(self.contr_frac, (int, float, np.number)) and 0 < self.contr_frac < 1):
-            raise ValueError(f"contr_frac must be in (0, 1), got {self.contr_frac!r}.")
-        for name in ("rounds", "max_rounds", "max_partition_steps"):
-            value = getattr(self, name)
-            if name == "max_partition_steps" and isinstance(value, str) and value == "auto":
-                continue
-            if name == "max_partition_steps" and isinstance(value, (int, np.integer)) and value == 0:
-                if self.privacy_mode != "strict":
-                    raise ValueError("max_partition_steps=0 (whole marginals only) applies to privacy_mode='strict'; "
-                                     "paper mode would measure only each marginal's total.")
-                continue
-            if value is not None and not (isinstance(value, (int, np.integer)) and value >= 1):
-                raise ValueError(f"{name} must be a positive integer or None, got {value!r}.")
-        if self.em_sensitivity is not None:
-            if self.privacy_mode == "strict":
-                raise ValueError("em_sensitivity applies to privacy_mode='paper' only: strict mode's utility has a "
-                                 "sensitivity fixed by construction (1 for 'gain', eta for 'efficiency').")
-            if not (isinstance(self.em_sensitivity, (int, float, np.number)) and self.em_sensitivity > 0):
-                raise ValueError(f"em_sensitivity must be > 0, got {self.em_sensitivity!r}.")
+        if self.max_partition_steps == 0 and self.privacy_mode != "strict":
+            raise ValueError("max_partition_steps=0 (whole marginals only) applies to privacy_mode='strict'; "
+                             "paper mode would measure only each marginal's total.")
+        if self.em_sensitivity is not None and self.privacy_mode == "strict":
+            raise ValueError("em_sensitivity applies to privacy_mode='paper' only: strict mode's utility has a "
+                             "sensitivity fixed by construction (1 for 'gain', eta for 'efficiency').")
         bounds = self.round_budget
-        if not (isinstance(bounds, str) and bounds == "auto") and bounds is not None:
-            ok = isinstance(bounds, (tuple, list)) and len(bounds) == 2 and all(
-                isinstance(b, (int, float, np.number)) and np.isfinite(b) for b in bounds)
-            if not (ok and 0 < bounds[0] <= bounds[1] < 1):
-                raise ValueError(f"round_budget must be 'auto', None or a pair (low, high) of fractions of the "
-                                 f"budget with 0 < low <= high < 1, got {bounds!r}.")
-        check_engine_params(self.scoring, self.scoring_samples, self.selections_per_round)
+        if isinstance(bounds, (tuple, list)) and not (len(bounds) == 2 and all(
+                Interval(Real).accepts(b) for b in bounds) and 0 < bounds[0] <= bounds[1] < 1):
+            raise ValueError(f"round_budget must be 'auto', None or a pair (low, high) of fractions of the "
+                             f"budget with 0 < low <= high < 1, got {bounds!r}.")
         if self.privacy_mode == "paper" and (self.scoring == "sampled" or self.selections_per_round not in ("auto", 1)):
             raise ValueError("scoring='sampled' and selections_per_round > 1 apply to privacy_mode='strict'; paper "
                              "mode scores partitions of the true marginals one round at a time, as published.")
-        size = self.max_model_size
-        if not (size is None or (isinstance(size, str) and size == "auto") or (
-                isinstance(size, (int, float, np.number)) and not isinstance(size, bool) and size > 0)):
-            raise ValueError(f"max_model_size must be > 0, 'auto' or None, got {size!r}.")
 
     def _measure(self, m: tuple, labels: np.ndarray, rho_m: float, contribution: float | None, n_round: int,
                  answers, measurements: list, budget: _Budget, rng, ledger: PrivacyLedger) -> bool:
