@@ -29,9 +29,7 @@ NOT_YET_DECLARED = {
         "local_max_clique_size", "local_mrf", "local_mrf_params", "max_clique_size", "max_cross_edges",
         "max_model_size", "md_iters", "min_avg_cell_count", "n_bins", "n_cross_marginals", "n_refine_rounds",
         "n_sketches", "party_columns", "secure_computation", "sketch_accounting"},
-    "ViewSynthesizer": {
-        "budget_allocation", "consistency_weights", "count_share", "gamma", "max_postprocess_iter",
-        "max_view_cells", "n_estimator", "n_public", "n_search", "postprocess_tol", "variant", "view_size"},
+    "ViewSynthesizer": set(),
 }
 
 

@@ -17,13 +17,14 @@ The pipeline, with the sections of the implementation spec (``dpview.md``):
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 
 from ...domain import Domain
 from ...marginals import marginal
+from ...params import Interval, Options
 from ...privacy import PrivacyLedger, laplace_mechanism
 from ..base import BaseSynthesizer
 from .allocation import budget_shares
@@ -312,35 +313,20 @@ class ViewSynthesizer(BaseSynthesizer):
     def _privacy_budget(self) -> dict:
         return {"epsilon": float(self.epsilon)}   # checked by _check_params (BaseSynthesizer's constraints)
 
-    def _check_params(self) -> None:
-        super()._check_params()
-
-        def is_int(v):
-            return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-        def in_open_unit(v):
-            return isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 < v < 1
-
-        if not (self.view_size == "auto" or (is_int(self.view_size) and self.view_size >= 2)):
-            raise ValueError(f"view_size must be an integer >= 2 or 'auto', got {self.view_size!r}.")
-        if self.variant not in _VARIANTS:
-            raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}.")
-        for name in ("n_search", "max_postprocess_iter", "max_view_cells"):
-            value = getattr(self, name)
-            if not (is_int(value) and value >= 1):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-        if self.n_public is not None and not (is_int(self.n_public) and self.n_public >= 1):
-            raise ValueError(f"n_public must be a positive integer or None, got {self.n_public!r}.")
-        if not in_open_unit(self.count_share):
-            raise ValueError(f"count_share must be in (0, 1), got {self.count_share!r}.")
-        if not in_open_unit(self.gamma):
-            raise ValueError(f"gamma must be in (0, 1), got {self.gamma!r}.")
-        if not (isinstance(self.postprocess_tol, numbers.Real) and self.postprocess_tol >= 0):
-            raise ValueError(f"postprocess_tol must be a number >= 0, got {self.postprocess_tol!r}.")
-        for name, allowed in (("n_estimator", ("mean", "weighted")), ("budget_allocation", ("optimal", "uniform")),
-                              ("consistency_weights", ("optimal", "uniform"))):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}.")
+    _parameter_constraints = {
+        "view_size": [Options("auto"), Interval(Integral, 2, None)],
+        "variant": [Options(*_VARIANTS)],
+        "n_search": [Interval(Integral, 1, None)],
+        "max_postprocess_iter": [Interval(Integral, 1, None)],
+        "max_view_cells": [Interval(Integral, 1, None)],
+        "n_public": [None, Interval(Integral, 1, None)],
+        "count_share": [Interval(Real, 0, 1, closed="neither")],
+        "gamma": [Interval(Real, 0, 1, closed="neither")],
+        "postprocess_tol": [Interval(Real, 0, None)],
+        "n_estimator": [Options("mean", "weighted")],
+        "budget_allocation": [Options("optimal", "uniform")],
+        "consistency_weights": [Options("optimal", "uniform")],
+    }
 
     # -- fit ----------------------------------------------------------------------------------------------
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, epsilon: float) -> None:
