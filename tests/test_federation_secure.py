@@ -168,5 +168,5 @@ def test_hybrid_synthesizer_cryptographic_fit_matches_the_simulated_one():
         p_sim = simulated.model_.project(clique) / simulated.model_.total
         p_cry = cryptographic.model_.project(clique) / cryptographic.model_.total
         np.testing.assert_allclose(p_cry, p_sim, rtol=0, atol=1e-6)
-    with pytest.raises(ValueError, match="secure_computation must be one of"):
+    with pytest.raises(ValueError, match="secure_computation must be 'simulated' or 'cryptographic'"):
         HybridSynthesizer(domain=domain, secure_computation="yes").fit(X)

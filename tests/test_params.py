@@ -19,10 +19,7 @@ NOT_YET_DECLARED = {
     "MSTSynthesizer": set(),
     "AIMSynthesizer": set(),
     "PartitionSynthesizer": set(),
-    "HybridSynthesizer": {
-        "alpha", "anneal_factor", "beta", "charge_selection", "init", "local_marginal_shortcut", "max_cells",
-        "max_model_size", "max_rounds", "n_jobs", "n_repeats", "paper_reproduction", "partition", "pgm_loss",
-        "protocol", "secure_computation", "use_selection_measurements", "variance_model", "workload"},
+    "HybridSynthesizer": set(),
     "VerticalMRFSynthesizer": {
         "budget_split", "candidates_per_round", "cardinality_estimator", "consistency", "consistency_iters",
         "cross_marginal_max_way", "delta_split", "encoder", "fo_accounting", "gamma", "his_rec", "keep_messages",

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
@@ -39,6 +40,7 @@ from ..federated.dmm import (NOISE_MECHANISMS, PROTOCOLS, exceeds_paper_bound, m
 from ..federated.messages import combine
 from ..federated.runtime import warn_curator_noise
 from ..graphical import GraphicalModel, Measurement, minimum_variance_total, mirror_descent
+from ..params import Interval, Options
 from ..privacy import (PrivacyLedger, cdp_epsilon, cdp_epsilon_loose, cdp_rho, cdp_rho_loose, exponential_mechanism,
                        warn_privacy_leak)
 from .base import BaseSynthesizer
@@ -590,36 +592,37 @@ class HybridSynthesizer(BaseSynthesizer):
         out["max_rounds"] = self.max_rounds
         if self.max_rounds is None and n_attributes is not None:
             out["max_rounds"] = base["rounds_per_attribute"] * n_attributes
-        a, b = out["alpha"], out["beta"]
-        if not (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > 0 and b > 0 and a + b < 1):
+        a, b = out["alpha"], out["beta"]   # each checked by the declared constraints
+        if not a + b < 1:
             raise ValueError(f"alpha and beta must be > 0 with alpha + beta < 1, got alpha={a!r}, beta={b!r}.")
-        if out["variance_model"] not in _VARIANCE_MODELS:
-            raise ValueError(f"variance_model must be one of {_VARIANCE_MODELS}, got {out['variance_model']!r}.")
-        if out["init"] not in ("uniform", "oneway"):
-            raise ValueError(f"init must be 'uniform' or 'oneway', got {out['init']!r}.")
         return out
 
+    _parameter_constraints = {
+        "partition": [None, HybridPartition, Mapping, list, tuple, str],
+        "workload": [None, Interval(Integral, 1, None), list, tuple],
+        "alpha": [None, Interval(Real, 0, 1, closed="neither")],
+        "beta": [Interval(Real, 0, 1, closed="neither")],
+        "anneal_factor": [Interval(Real, 1, None)],
+        "charge_selection": [None, bool],
+        "init": [None, Options("uniform", "oneway")],
+        "use_selection_measurements": [None, bool],
+        "variance_model": [None, Options(*_VARIANCE_MODELS)],
+        "local_marginal_shortcut": [bool],
+        "paper_reproduction": [bool],
+        "max_cells": [Interval(Integral, 1, None)],
+        "max_model_size": [None, Interval(Real, 0, None, closed="neither")],
+        "max_rounds": [None, Interval(Integral, 1, None)],
+        "n_jobs": [None, Interval(Integral)],
+        "n_repeats": [Interval(Integral, 1, None)],
+        "pgm_loss": [Options(*_PGM_LOSSES)],
+        "protocol": [Options(*PROTOCOLS)],
+        "secure_computation": [Options(*SECURE_COMPUTATIONS)],
+    }
+
     def _check_params(self) -> None:
+        """The declared constraints, then the effective settings (alpha + beta < 1 once alpha is resolved)."""
         super()._check_params()
         self._settings()
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}.")
-        if self.secure_computation not in SECURE_COMPUTATIONS:
-            raise ValueError(f"secure_computation must be one of {SECURE_COMPUTATIONS}, got "
-                             f"{self.secure_computation!r}.")
-        if self.pgm_loss not in _PGM_LOSSES:
-            raise ValueError(f"pgm_loss must be one of {_PGM_LOSSES}, got {self.pgm_loss!r}.")
-        if not (isinstance(self.n_repeats, (int, np.integer)) and self.n_repeats >= 1):
-            raise ValueError(f"n_repeats must be an integer >= 1, got {self.n_repeats!r}.")
-        if self.max_rounds is not None and not (isinstance(self.max_rounds, (int, np.integer))
-                                                and self.max_rounds >= 1):
-            raise ValueError(f"max_rounds must be a positive integer or None, got {self.max_rounds!r}.")
-        if not (isinstance(self.max_cells, (int, np.integer)) and self.max_cells >= 1):
-            raise ValueError(f"max_cells must be a positive integer, got {self.max_cells!r}.")
-        if not self.anneal_factor >= 1:
-            raise ValueError(f"anneal_factor must be >= 1, got {self.anneal_factor!r}.")
-        if self.max_model_size is not None and not self.max_model_size > 0:
-            raise ValueError(f"max_model_size must be None or > 0, got {self.max_model_size!r}.")
 
     def _privacy_budget(self) -> dict:
         budget = super()._privacy_budget()  # validates epsilon and delta
