@@ -200,7 +200,7 @@ def test_cryptographic_key_agreement_gives_the_same_fit(data, fitted, monkeypatc
     assert len(names) == len(PARTIES) and len(set(secrets.values())) == 1
     secret = next(iter(secrets.values()))
     assert all(secret not in box for _, box in relayed.values())     # the curator relays sealed boxes only
-    with pytest.raises(ValueError, match="secure_computation must be one of"):
+    with pytest.raises(ValueError, match="secure_computation must be 'simulated' or 'cryptographic'"):
         make(secure_computation="yes").fit(data)
 
 

@@ -19,6 +19,7 @@ import math
 import os
 import warnings
 from collections.abc import Mapping, Sequence
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,7 @@ from ...federated import HybridPartition
 from ...federated import sketches as fm
 from ...federated.vertical import (ENCODERS, FO_ACCOUNTING, LOCAL_LEARNERS, SKETCH_ACCOUNTING, VerticalConfig,
                                    VerticalMessage, VerticalParty, vertical_budget)
+from ...params import Interval, Options
 from ...privacy import PrivacyLedger, warn_privacy_leak
 from ...privacy.randomness import SystemRandomGenerator, child_random_states
 from ..base import BaseSynthesizer
@@ -316,53 +318,38 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         self.verbose = verbose
 
     # -- parameters and budget ----------------------------------------------------------------------------------------
-    def _check_params(self) -> None:
-        super()._check_params()
-        choices = {"encoder": ENCODERS, "sketch_accounting": SKETCH_ACCOUNTING, "fo_accounting": FO_ACCOUNTING,
-                   "local_mrf": LOCAL_LEARNERS, "cardinality_estimator": ("hll", "censored_mle", "paper_literal"),
-                   "his_rec": ("value_dist", "uniform"), "secure_computation": ("simulated", "cryptographic")}
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}.")
-
-        def positive_int(name, value, minimum=1, optional=False):
-            if optional and value is None:
-                return
-            if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= minimum):
-                raise ValueError(f"{name} must be an integer >= {minimum}{' or None' if optional else ''}, "
-                                 f"got {value!r}.")
-
-        positive_int("n_sketches", self.n_sketches)
-        positive_int("n_bins", self.n_bins, 2, optional=True)
-        positive_int("cross_marginal_max_way", self.cross_marginal_max_way, 2)
-        positive_int("consistency_iters", self.consistency_iters, 0)
-        positive_int("md_iters", self.md_iters)
-        positive_int("max_cross_edges", self.max_cross_edges, 0, optional=True)
-        positive_int("n_cross_marginals", self.n_cross_marginals, 0, optional=True)
-        positive_int("n_refine_rounds", self.n_refine_rounds, 1, optional=True)
-        positive_int("candidates_per_round", self.candidates_per_round, 1, optional=True)
-        if not (isinstance(self.gamma, (int, float, np.number)) and self.gamma > 0):
-            raise ValueError(f"gamma must be > 0, got {self.gamma!r}.")
-        for name in ("max_clique_size", "max_model_size"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}.")
-        if self.local_max_clique_size is not None and not self.local_max_clique_size >= 1:
-            raise ValueError(f"local_max_clique_size must be >= 1 or None, got {self.local_max_clique_size!r}.")
-        if not (self.min_avg_cell_count == "auto" or (isinstance(self.min_avg_cell_count, (int, float))
-                                                      and self.min_avg_cell_count >= 0)):
-            raise ValueError(f"min_avg_cell_count must be 'auto' or a number >= 0, got {self.min_avg_cell_count!r}.")
-        if self.consistency not in (True, False, "rake"):
-            raise ValueError(f"consistency must be True, False or 'rake', got {self.consistency!r}.")
-        if self.local_mrf_params is not None and not isinstance(self.local_mrf_params, Mapping):
-            raise ValueError("local_mrf_params must be a dict of the local learner's hyper-parameters.")
+    _parameter_constraints = {
+        "party_columns": [None, Interval(Integral, 1, None), list, tuple, Mapping, HybridPartition],
+        "budget_split": [None, Mapping],
+        "delta_split": [None, Mapping],
+        "encoder": [Options(*ENCODERS)],
+        "sketch_accounting": [Options(*SKETCH_ACCOUNTING)],
+        "fo_accounting": [Options(*FO_ACCOUNTING)],
+        "local_mrf": [Options(*LOCAL_LEARNERS)],
+        "local_mrf_params": [None, Mapping],
+        "cardinality_estimator": [Options("hll", "censored_mle", "paper_literal")],
+        "his_rec": [Options("value_dist", "uniform")],
+        "secure_computation": [Options("simulated", "cryptographic")],
+        "n_sketches": [Interval(Integral, 1, None)],
+        "n_bins": [None, Interval(Integral, 2, None)],
+        "cross_marginal_max_way": [Interval(Integral, 2, None)],
+        "consistency": [Options(True, False, "rake")],
+        "consistency_iters": [Interval(Integral, 0, None)],
+        "md_iters": [Interval(Integral, 1, None)],
+        "max_cross_edges": [None, Interval(Integral, 0, None)],
+        "n_cross_marginals": [None, Interval(Integral, 0, None)],
+        "n_refine_rounds": [None, Interval(Integral, 1, None)],
+        "candidates_per_round": [None, Interval(Integral, 1, None)],
+        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "max_clique_size": [Interval(Real, 0, None, closed="neither")],
+        "max_model_size": [Interval(Real, 0, None, closed="neither")],
+        "local_max_clique_size": [None, Interval(Real, 1, None)],
+        "min_avg_cell_count": [Options("auto"), Interval(Real, 0, None)],
+        "keep_messages": [bool],
+    }
 
     def _privacy_budget(self) -> dict:
-        epsilon, delta = self.epsilon, self.delta
-        if not (isinstance(epsilon, (int, float, np.number)) and np.isfinite(epsilon) and epsilon > 0):
-            raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}.")
-        if not (isinstance(delta, (int, float, np.number)) and 0 < delta < 1):
-            raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
-        return {"epsilon": float(epsilon), "delta": float(delta)}
+        return {"epsilon": float(self.epsilon), "delta": float(self.delta)}   # checked by _check_params
 
     def _check_spend(self, ledger: PrivacyLedger, charged: dict) -> None:
         """Basic composition (§8): the entries' ε and δ sum to the budget exactly."""
