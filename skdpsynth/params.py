@@ -99,7 +99,9 @@ def _accepts(constraint, value) -> bool:
     if constraint is None:
         return value is None
     if constraint == "random_state":
-        return value is None or isinstance(value, np.random.Generator) or (
+        # What utils.check_random_state takes.
+        return value is None or isinstance(value, (np.random.Generator, np.random.RandomState,
+                                                   np.random.SeedSequence)) or (
             isinstance(value, (Integral, np.integer)) and not isinstance(value, (bool, np.bool_)) and value >= 0)
     if isinstance(constraint, type):
         return isinstance(value, constraint) and not (constraint is not bool and isinstance(value, bool))
@@ -110,7 +112,7 @@ def _describe(constraint) -> str:
     if constraint is None:
         return "None"
     if constraint == "random_state":
-        return "None, an integer >= 0 or a numpy Generator"
+        return "None, an integer >= 0, a numpy Generator, RandomState or SeedSequence"
     if isinstance(constraint, type):
         return {Mapping: "a mapping", bool: "True or False"}.get(constraint, f"a {constraint.__name__}")
     return str(constraint)

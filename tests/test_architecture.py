@@ -37,7 +37,6 @@ LAYERS = (
 LAYER = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 
 KNOWN_VIOLATIONS = {
-    "cycle: skdpsynth.federated.curator <-> skdpsynth.federated.runtime",
     "cycle: skdpsynth.federated.vertical <-> skdpsynth.federated.wire",
     "upward: skdpsynth.federated.vertical -> skdpsynth.synthesizers.aim",
     "upward: skdpsynth.federated.vertical -> skdpsynth.synthesizers.mst",

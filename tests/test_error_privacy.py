@@ -309,7 +309,7 @@ def _codes(n: int) -> np.ndarray:
 
 
 def _remote_fit(sources: dict, backend="local"):
-    from skdpsynth.federated.runtime import FederatedData
+    from skdpsynth.federated import FederatedData
 
     domain, partition = _job()
     data = FederatedData(domain, partition, sources, backend=backend)

@@ -15,10 +15,9 @@ import pytest
 
 from skdpsynth import HybridSynthesizer
 from skdpsynth.datasets import load_adult
-from skdpsynth.federated import HybridPartition
+from skdpsynth.federated import FederatedData, HybridPartition
 from skdpsynth.federated import runtime
-from skdpsynth.federated.runtime import (DaskBackend, FederatedData, LocalBackend, PartyHost, PartyServer,
-                                         load_party_codes)
+from skdpsynth.federated.runtime import DaskBackend, LocalBackend, PartyHost, PartyServer, load_party_codes
 from skdpsynth.federated.wire import MessageError, from_bytes, pack, unpack
 from skdpsynth.privacy import PrivacyLeakWarning, ReproducibleNoiseWarning
 

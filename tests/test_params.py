@@ -26,7 +26,7 @@ def test_every_parameter_is_declared(cls):
     ({"epsilon": float("inf")}, "epsilon must be a finite number > 0, got inf"),
     ({"epsilon": "1"}, "epsilon must be a finite number > 0, got '1'"),
     ({"verbose": "x"}, "verbose must be an integer >= 0 or True or False, got 'x'"),
-    ({"random_state": -1}, "random_state must be None, an integer >= 0 or a numpy Generator, got -1"),
+    ({"random_state": -1}, "random_state must be None, an integer >= 0, a numpy Generator, RandomState or SeedSequence, got -1"),
 ])
 def test_every_synthesizer_refuses_at_fit_naming_the_parameter(cls, params, message):
     frame = pd.DataFrame({"a": [0, 1, 1, 0], "b": [1, 0, 1, 1], "c": [0, 0, 1, 1]})

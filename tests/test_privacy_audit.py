@@ -530,7 +530,8 @@ def test_audit_hybrid_synthesizer_over_the_federated_runtime():
     """
     pytest.importorskip("cryptography")
     from skdpsynth.federated import HybridPartition
-    from skdpsynth.federated.runtime import FederatedData, PartyHost
+    from skdpsynth.federated import FederatedData
+    from skdpsynth.federated.runtime import PartyHost
     from skdpsynth.privacy import PrivacyLeakWarning
 
     columns = list(_COLUMNS)

@@ -53,7 +53,8 @@ import pandas as pd
 from skdpsynth import HybridSynthesizer, MSTSynthesizer
 from skdpsynth.datasets import load_adult
 from skdpsynth.federated import Federation, HybridPartition
-from skdpsynth.federated.runtime import FederatedData, PartyHost
+from skdpsynth.federated import FederatedData
+from skdpsynth.federated.runtime import PartyHost
 from skdpsynth.marginals import marginal
 from skdpsynth.metrics import marginal_tvd
 from skdpsynth.privacy import ReproducibleNoiseWarning
@@ -81,7 +82,7 @@ with pd.option_context("display.width", 160, "display.max_columns", None, "displ
 # already has one on its own machine). A :class:`~skdpsynth.federated.runtime.PartyHost`
 # names the file; the party's server reads it *where the party runs* and
 # checks it against the public job (columns, roster size, codes inside the
-# domain). The curator's side, :class:`~skdpsynth.federated.runtime.FederatedData`,
+# domain). The curator's side, :class:`~skdpsynth.federated.FederatedData`,
 # holds the domain, the roster and the hosts, and no records.
 storage = tempfile.mkdtemp(prefix="skdpsynth-parties-")
 hosts = {}

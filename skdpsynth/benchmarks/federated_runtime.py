@@ -163,7 +163,7 @@ def _same_fit(a, b) -> bool:
 
 
 def _fit_remote(args, domain, partition, hosts, backend):
-    from ..federated.runtime import FederatedData
+    from ..federated import FederatedData
     from ..synthesizers import HybridSynthesizer
 
     model = HybridSynthesizer(args.epsilon, secure_computation="cryptographic", random_state=args.seed)

@@ -7,12 +7,13 @@
 * :mod:`~skdpsynth.federated.parties` — :class:`Party` (owns its data);
 * :mod:`~skdpsynth.federated.curator` — :class:`Federation` (answers
   measurement requests with noisy messages, the parties' local work run
-  through joblib or a runtime backend), :class:`ReplayFederation`;
+  through joblib or a runtime backend), :class:`ReplayFederation`,
+  :class:`FederatedData` (records that stay with their parties, for ``fit``);
 * :mod:`~skdpsynth.federated.messages` — the messages that reach the curator
   and :func:`combine`, the curator's reading of them.
 """
 from .messages import MeasurementReply, NoisyIndicators, NoisyLocalMarginal, SliceCount, combine
-from .curator import Federation, ReplayFederation
+from .curator import FederatedData, Federation, ReplayFederation
 from .parties import Party
 from .partition import HybridPartition, PartitionLayout, PartySpec
 
@@ -23,6 +24,7 @@ __all__ = [
     "Party",
     "Federation",
     "ReplayFederation",
+    "FederatedData",
     "MeasurementReply",
     "SliceCount",
     "NoisyIndicators",

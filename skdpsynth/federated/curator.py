@@ -27,7 +27,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -37,10 +38,12 @@ from .dmm import PROTOCOLS, split_budget
 from .messages import MeasurementReply, SliceCount
 from .parties import SECURE_COMPUTATIONS, Party, _crypto_modules, _from_product_layout
 from .party_job import PartyJob
-from .runtime import CURATOR, DEALER_PURPOSE, LocalBackend, PartyServer, _unhex
+from .partition import HybridPartition
+from .runtime import (CURATOR, DEALER_PURPOSE, DaskBackend, LocalBackend, PartyHost, PartyServer, ProcessBackend,
+                      _Backend, _unhex)
 from .wire import MessageError, from_bytes, pack, unpack
 
-__all__ = ["Federation", "ReplayFederation"]
+__all__ = ["Federation", "ReplayFederation", "FederatedData"]
 
 
 def _local_step(party: Party, kind: str, args: tuple, seed: Sequence[int]):
@@ -491,3 +494,81 @@ class ReplayFederation:
                               f"the log has {reply.attrs} at rho={reply.rho} ({reply.protocol}, e={reply.n_repeats}).")
         self.replies.append(reply)
         return reply
+
+
+class FederatedData:
+    """Hybrid-partitioned data that stay with their parties: ``HybridSynthesizer().fit(FederatedData(...))``.
+
+    Parameters
+    ----------
+    domain : Domain or dict
+        The public schema: every column and its number of codes (parties
+        hold integer codes of it).
+    partition : HybridPartition
+        The public roster: which slice and columns each party holds.
+    hosts : mapping of party name to PartyHost (or a bare source)
+        One per party of the partition.
+    backend : {"local", "processes"} or distributed.Client, default="local"
+        Where the parties run: in this process, in one local process each,
+        or on the workers of a dask cluster (each :class:`PartyHost` naming
+        its worker).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated import HybridPartition
+    >>> from skdpsynth.federated import FederatedData
+    >>> from skdpsynth.federated.runtime import PartyHost
+    >>> from skdpsynth.synthesizers import HybridSynthesizer
+    >>> rng = np.random.default_rng(0)
+    >>> dom = Domain(["a", "b", "c"], [2, 3, 2])
+    >>> part = HybridPartition.grid(400, ["a", "b", "c"], n_slices=2, column_groups=[["a", "b"], ["c"]],
+    ...                             random_state=0)
+    >>> codes = np.column_stack([rng.integers(0, 2, 400), rng.integers(0, 3, 400), rng.integers(0, 2, 400)])
+    >>> hosts = {p.name: PartyHost(codes[np.ix_(p.rows, [dom.index(c) for c in p.columns])])
+    ...          for p in part.parties()}   # in practice: a path each party reads itself
+    >>> data = FederatedData(dom, part, hosts)
+    >>> syn = HybridSynthesizer(epsilon=1.0, secure_computation="cryptographic").fit(data)
+    >>> syn.sample(5).shape
+    (5, 3)
+    """
+
+    __skdpsynth_remote__ = True
+
+    def __init__(self, domain, partition, hosts: Mapping[str, Any], *, backend="local"):
+        self.domain = domain if isinstance(domain, Domain) else Domain.from_dict(dict(domain))
+        self.partition = HybridPartition.coerce(partition)
+        self.partition.validate(list(self.domain.attrs), self.partition.n_rows)
+        self.hosts = {name: host if isinstance(host, PartyHost) else PartyHost(host) for name, host in hosts.items()}
+        names = [p.name for p in self.partition.parties()]
+        if set(names) != set(self.hosts):
+            raise ValueError(f"hosts must name the partition's parties exactly: missing {sorted(set(names) - set(self.hosts))}, "
+                             f"unknown {sorted(set(self.hosts) - set(names))}.")
+        if isinstance(backend, str) and backend not in ("local", "processes"):
+            raise ValueError(f"backend must be 'local', 'processes' or a distributed.Client, got {backend!r}.")
+        self.backend = backend
+
+    def __repr__(self) -> str:
+        where = self.backend if isinstance(self.backend, str) else "dask"
+        return (f"FederatedData({len(self.domain)} columns, {self.partition.n_slices} x "
+                f"{self.partition.n_vertical} parties, backend={where!r})")
+
+    def make_backend(self) -> _Backend:
+        """A new, not yet started backend for the hosts (each party's server gets its job from here, not by request)."""
+        jobs = {name: PartyJob.from_partition(self.domain, self.partition, name) for name in self.hosts}
+        if self.backend == "local":
+            return LocalBackend(self.hosts, jobs=jobs)
+        if self.backend == "processes":
+            return ProcessBackend(self.hosts, jobs=jobs)
+        return DaskBackend(self.backend, self.hosts, jobs=jobs)
+
+    def connect_options(self) -> dict:
+        """Extra keyword arguments of :meth:`Federation.connect <skdpsynth.federated.Federation.connect>`
+        (a curator that replays a fit keeps its session, key and dealer secret)."""
+        return {}
+
+    def federation(self, *, seed: int, secure_computation: str = "cryptographic", backend: _Backend | None = None):
+        """A connected :class:`Federation` over a started backend (close it after use)."""
+        return Federation.connect(backend or self.make_backend(), self.partition, self.domain, seed=seed,
+                                  secure_computation=secure_computation, **self.connect_options())

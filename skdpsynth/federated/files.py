@@ -48,7 +48,8 @@ from pathlib import Path
 
 from ..domain import Domain
 from .party_job import PartyJob
-from .runtime import CURATOR, FederatedData, PartyHost, PartyServer, _Backend
+from .curator import FederatedData
+from .runtime import CURATOR, PartyHost, PartyServer, _Backend
 from .wire import MessageError, unpack
 
 __all__ = ["JOB_FORMAT", "read_job", "write_job", "FileBackend", "WaitingForParties", "FileFederatedData",
@@ -292,7 +293,7 @@ class CuratorState:
 
 
 class FileFederatedData(FederatedData):
-    """:class:`~skdpsynth.federated.runtime.FederatedData` whose parties answer through an exchange folder.
+    """:class:`~skdpsynth.federated.FederatedData` whose parties answer through an exchange folder.
 
     Parameters
     ----------

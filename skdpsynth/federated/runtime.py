@@ -19,7 +19,7 @@ through a *backend*, which decides where the servers live:
   gathers bytes.
 
 Every backend carries the same bytes, so a fit is the same whichever runs it.
-:class:`FederatedData` bundles the public schema, the partition and the
+:class:`~skdpsynth.federated.curator.FederatedData` bundles the public schema, the partition and the
 parties' hosts; ``HybridSynthesizer().fit(FederatedData(...))`` fits without
 the records ever entering the curator's process.
 
@@ -40,11 +40,13 @@ curator submits; those that do not use the file-based CLI roles
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import multiprocessing
 import os
 import threading
 import uuid
+import warnings
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -53,12 +55,23 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Domain
 from ..privacy import warn_privacy_leak
 from ..privacy.randomness import SystemRandomGenerator
 from .messages import SliceCount
 from .party_job import PartyJob
 from .wire import MessageError, pack, to_bytes, unpack
+
+# Names moved to other modules (doc/changelog.md): importable from here, with a DeprecationWarning, until 0.2.
+_MOVED = {"FederatedData": "skdpsynth.federated.curator"}
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        warnings.warn(f"skdpsynth.federated.runtime.{name} moved to {_MOVED[name]}.{name} (also importable from "
+                      "skdpsynth.federated); this alias will be removed in 0.2.", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CURATOR",
@@ -69,7 +82,6 @@ __all__ = [
     "LocalBackend",
     "ProcessBackend",
     "DaskBackend",
-    "FederatedData",
     "load_party_codes",
     "open_sealed",
 ]
@@ -881,88 +893,6 @@ class DaskBackend(_Backend):
 
 
 BACKENDS = ("local", "processes", "dask")
-
-
-# --------------------------------------------------------------------------- what fit() takes
-class FederatedData:
-    """Hybrid-partitioned data that stay with their parties: ``HybridSynthesizer().fit(FederatedData(...))``.
-
-    Parameters
-    ----------
-    domain : Domain or dict
-        The public schema: every column and its number of codes (parties
-        hold integer codes of it).
-    partition : HybridPartition
-        The public roster: which slice and columns each party holds.
-    hosts : mapping of party name to PartyHost (or a bare source)
-        One per party of the partition.
-    backend : {"local", "processes"} or distributed.Client, default="local"
-        Where the parties run: in this process, in one local process each,
-        or on the workers of a dask cluster (each :class:`PartyHost` naming
-        its worker).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skdpsynth import Domain
-    >>> from skdpsynth.federated import HybridPartition
-    >>> from skdpsynth.federated.runtime import FederatedData, PartyHost
-    >>> from skdpsynth.synthesizers import HybridSynthesizer
-    >>> rng = np.random.default_rng(0)
-    >>> dom = Domain(["a", "b", "c"], [2, 3, 2])
-    >>> part = HybridPartition.grid(400, ["a", "b", "c"], n_slices=2, column_groups=[["a", "b"], ["c"]],
-    ...                             random_state=0)
-    >>> codes = np.column_stack([rng.integers(0, 2, 400), rng.integers(0, 3, 400), rng.integers(0, 2, 400)])
-    >>> hosts = {p.name: PartyHost(codes[np.ix_(p.rows, [dom.index(c) for c in p.columns])])
-    ...          for p in part.parties()}   # in practice: a path each party reads itself
-    >>> data = FederatedData(dom, part, hosts)
-    >>> syn = HybridSynthesizer(epsilon=1.0, secure_computation="cryptographic").fit(data)
-    >>> syn.sample(5).shape
-    (5, 3)
-    """
-
-    __skdpsynth_remote__ = True
-
-    def __init__(self, domain, partition, hosts: Mapping[str, Any], *, backend="local"):
-        from .partition import HybridPartition
-
-        self.domain = domain if isinstance(domain, Domain) else Domain.from_dict(dict(domain))
-        self.partition = HybridPartition.coerce(partition)
-        self.partition.validate(list(self.domain.attrs), self.partition.n_rows)
-        self.hosts = {name: host if isinstance(host, PartyHost) else PartyHost(host) for name, host in hosts.items()}
-        names = [p.name for p in self.partition.parties()]
-        if set(names) != set(self.hosts):
-            raise ValueError(f"hosts must name the partition's parties exactly: missing {sorted(set(names) - set(self.hosts))}, "
-                             f"unknown {sorted(set(self.hosts) - set(names))}.")
-        if isinstance(backend, str) and backend not in ("local", "processes"):
-            raise ValueError(f"backend must be 'local', 'processes' or a distributed.Client, got {backend!r}.")
-        self.backend = backend
-
-    def __repr__(self) -> str:
-        where = self.backend if isinstance(self.backend, str) else "dask"
-        return (f"FederatedData({len(self.domain)} columns, {self.partition.n_slices} x "
-                f"{self.partition.n_vertical} parties, backend={where!r})")
-
-    def make_backend(self) -> _Backend:
-        """A new, not yet started backend for the hosts (each party's server gets its job from here, not by request)."""
-        jobs = {name: PartyJob.from_partition(self.domain, self.partition, name) for name in self.hosts}
-        if self.backend == "local":
-            return LocalBackend(self.hosts, jobs=jobs)
-        if self.backend == "processes":
-            return ProcessBackend(self.hosts, jobs=jobs)
-        return DaskBackend(self.backend, self.hosts, jobs=jobs)
-
-    def connect_options(self) -> dict:
-        """Extra keyword arguments of :meth:`Federation.connect <skdpsynth.federated.Federation.connect>`
-        (a curator that replays a fit keeps its session, key and dealer secret)."""
-        return {}
-
-    def federation(self, *, seed: int, secure_computation: str = "cryptographic", backend: _Backend | None = None):
-        """A connected :class:`~skdpsynth.federated.Federation` over a started backend (close it after use)."""
-        from .curator import Federation
-
-        return Federation.connect(backend or self.make_backend(), self.partition, self.domain, seed=seed,
-                                  secure_computation=secure_computation, **self.connect_options())
 
 
 def warn_curator_noise(modes: Mapping[str, str], ledger=None) -> None:

@@ -145,7 +145,7 @@ class BaseSynthesizer(BaseEstimator):
         start = time.perf_counter()
         remote = bool(getattr(X, "__skdpsynth_remote__", False))
         lazy = not remote and is_out_of_core(X)
-        if remote:  # records that stay with their parties (skdpsynth.federated.runtime.FederatedData)
+        if remote:  # records that stay with their parties (skdpsynth.federated.FederatedData)
             self._check_remote(X, y)
             frame = None
         elif lazy:  # a dask DataFrame or Parquet files: counted partition by partition (skdpsynth.outofcore)

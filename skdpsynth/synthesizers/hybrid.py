@@ -446,7 +446,7 @@ class HybridSynthesizer(BaseSynthesizer):
     0.059 vs 0.126; NLTCS: 0.013 vs 0.029) — see ``examples/reproduce_randdpgen.py``.
 
     **Parties that keep their records.**  ``fit`` also takes a
-    :class:`~skdpsynth.federated.runtime.FederatedData`: the public schema,
+    :class:`~skdpsynth.federated.FederatedData`: the public schema,
     the roster and, for every party, where it runs (this process, a local
     process of its own, or a ``dask.distributed`` worker) and where it reads
     its records.  The records never enter the curator's process; only
@@ -648,7 +648,7 @@ class HybridSynthesizer(BaseSynthesizer):
             :meth:`HybridPartition.from_party_frames
             <skdpsynth.federated.HybridPartition.from_party_frames>` (IDs
             are a public roster).  Or a
-            :class:`~skdpsynth.federated.runtime.FederatedData`: parties that
+            :class:`~skdpsynth.federated.FederatedData`: parties that
             keep their records and read them where they run.
         y : array-like, optional
             A column to synthesize with X (appended last; it must be in the
