@@ -1,13 +1,15 @@
 """Small shared utilities: random-state handling, memory checks, the target column of ``fit(X, y)``."""
 from __future__ import annotations
 
+import importlib
 import numbers
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["check_random_state", "available_memory", "check_memory", "format_bytes", "append_target"]
+__all__ = ["check_random_state", "available_memory", "check_memory", "format_bytes", "append_target", "moved_names"]
 
 
 def check_random_state(seed=None) -> np.random.Generator:
@@ -157,3 +159,38 @@ def append_target(X, y):
         raise ValueError(f"y is named {name!r} but X already has such a column.")
     target.name, target.index = name, frame.index
     return pd.concat([frame, target.to_frame()], axis=1)  # a new frame: the caller's X is untouched
+
+
+def moved_names(module: str, moved: dict, removal: str = "0.2"):
+    """A module ``__getattr__`` that keeps names moved to other modules importable, with a ``DeprecationWarning``.
+
+    The name is looked up in its new module by that module's name
+    (``importlib``), so the old module does not import the new one: an alias
+    adds no edge to the import graph (doc/architecture.md).
+
+    Parameters
+    ----------
+    module : str
+        The old module's ``__name__``.
+    moved : dict
+        ``{name: new module's name}``.
+    removal : str, default="0.2"
+        The release that removes the aliases.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skdpsynth.utils import moved_names
+    >>> getattr_ = moved_names("old.place", {"Domain": "skdpsynth.domain"})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     getattr_("Domain").__name__, str(caught[0].message).split(";")[0]
+    ('Domain', 'old.place.Domain moved to skdpsynth.domain.Domain')
+    """
+    def __getattr__(name: str):
+        if name in moved:
+            warnings.warn(f"{module}.{name} moved to {moved[name]}.{name}; this alias will be removed in {removal}.",
+                          DeprecationWarning, stacklevel=2)
+            return getattr(importlib.import_module(moved[name]), name)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    return __getattr__

@@ -13,14 +13,13 @@ How protocol A's slice count is computed is the federation's
 """
 from __future__ import annotations
 
-import importlib
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..domain import Domain
 from ..privacy.samplers import discrete_gaussian
+from ..utils import moved_names
 from .messages import NoisyIndicators, NoisyLocalMarginal
 
 __all__ = ["Party", "SECURE_COMPUTATIONS"]
@@ -29,12 +28,7 @@ __all__ = ["Party", "SECURE_COMPUTATIONS"]
 _MOVED = {"Federation": "skdpsynth.federated.curator", "ReplayFederation": "skdpsynth.federated.curator"}
 
 
-def __getattr__(name: str):
-    if name in _MOVED:
-        warnings.warn(f"skdpsynth.federated.parties.{name} moved to {_MOVED[name]}.{name} (also importable from "
-                      "skdpsynth.federated); this alias will be removed in 0.2.", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, _MOVED)
 
 
 SECURE_COMPUTATIONS = ("simulated", "cryptographic")

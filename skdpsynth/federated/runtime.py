@@ -40,13 +40,11 @@ curator submits; those that do not use the file-based CLI roles
 from __future__ import annotations
 
 import contextlib
-import importlib
 import math
 import multiprocessing
 import os
 import threading
 import uuid
-import warnings
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -57,6 +55,7 @@ import numpy as np
 
 from ..privacy import warn_privacy_leak
 from ..privacy.randomness import SystemRandomGenerator
+from ..utils import moved_names
 from .messages import SliceCount
 from .party_job import PartyJob
 from .wire import MessageError, pack, to_bytes, unpack
@@ -65,12 +64,7 @@ from .wire import MessageError, pack, to_bytes, unpack
 _MOVED = {"FederatedData": "skdpsynth.federated.curator"}
 
 
-def __getattr__(name: str):
-    if name in _MOVED:
-        warnings.warn(f"skdpsynth.federated.runtime.{name} moved to {_MOVED[name]}.{name} (also importable from "
-                      "skdpsynth.federated); this alias will be removed in 0.2.", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, _MOVED)
 
 
 __all__ = [
