@@ -13,12 +13,12 @@ Booleans are not numbers here: ``epsilon=True`` is a mistake, not 1.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from numbers import Integral, Real
 
 import numpy as np
 
-__all__ = ["Interval", "Options", "validate_params", "declared_constraints"]
+__all__ = ["Interval", "Options", "Names", "Dict", "InvalidParameterError", "validate_params", "declared_constraints"]
 
 
 class Interval:
@@ -95,6 +95,66 @@ class Options:
         return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
 
 
+class Names:
+    """A list of names (any iterable but a string): e.g. ``columns=["age", "sex"]``.
+
+    Parameters
+    ----------
+    what : str, default="names"
+        What the names are, for the error message (``"column names"``).
+
+    Examples
+    --------
+    >>> from skdpsynth.params import Names
+    >>> Names().accepts(["a", "b"]), Names().accepts("a"), str(Names("column names"))
+    (True, False, 'a list of column names')
+    """
+
+    def __init__(self, what: str = "names"):
+        self.what = what
+
+    def accepts(self, value) -> bool:
+        return not isinstance(value, (str, bytes)) and np.iterable(value)
+
+    def hint(self, name: str, value) -> str:
+        return f" Write {name}=[{value!r}] for a single one." if isinstance(value, (str, bytes)) else ""
+
+    def __str__(self) -> str:
+        return f"a list of {self.what}"
+
+
+class Dict:
+    """A mapping, described by what it maps: ``Dict("{column: spec}")`` is "a dict {column: spec}".
+
+    Examples
+    --------
+    >>> from skdpsynth.params import Dict
+    >>> Dict("{column: spec}").accepts({"age": "numeric"}), str(Dict("{column: spec}"))
+    (True, 'a dict {column: spec}')
+    """
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def accepts(self, value) -> bool:
+        return isinstance(value, Mapping)
+
+    def __str__(self) -> str:
+        return f"a dict {self.what}"
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A hyper-parameter that fits none of its declared alternatives (a ``ValueError`` and a ``TypeError``, as
+    the wrong value or the wrong type of value).
+
+    Examples
+    --------
+    >>> from skdpsynth.params import InvalidParameterError
+    >>> issubclass(InvalidParameterError, ValueError) and issubclass(InvalidParameterError, TypeError)
+    True
+    """
+
+
 def _accepts(constraint, value) -> bool:
     if constraint is None:
         return value is None
@@ -114,7 +174,8 @@ def _describe(constraint) -> str:
     if constraint == "random_state":
         return "None, an integer >= 0, a numpy Generator, RandomState or SeedSequence"
     if isinstance(constraint, type):
-        return {Mapping: "a mapping", bool: "True or False"}.get(constraint, f"a {constraint.__name__}")
+        return {Mapping: "a mapping", bool: "True or False", Hashable: "hashable"}.get(
+            constraint, f"a {constraint.__name__}")
     return str(constraint)
 
 
@@ -141,9 +202,9 @@ def validate_params(estimator, params: Mapping | None = None, constraints: Mappi
 
     Raises
     ------
-    ValueError
+    InvalidParameterError
         ``"<name> must be <what it may be>, got <value>."`` for the first parameter that fits none of its
-        alternatives.
+        alternatives (a ``ValueError`` and a ``TypeError``).
 
     Examples
     --------
@@ -152,7 +213,7 @@ def validate_params(estimator, params: Mapping | None = None, constraints: Mappi
     >>> validate_params(MSTSynthesizer(epsilon=True))
     Traceback (most recent call last):
     ...
-    ValueError: epsilon must be a finite number > 0, got True.
+    skdpsynth.params.InvalidParameterError: epsilon must be a finite number > 0, got True.
     """
     params = estimator.get_params(deep=False) if params is None else params
     constraints = declared_constraints(type(estimator)) if constraints is None else constraints
@@ -162,4 +223,5 @@ def validate_params(estimator, params: Mapping | None = None, constraints: Mappi
             continue
         described = [_describe(c) for c in alternatives]
         what = described[0] if len(described) == 1 else ", ".join(described[:-1]) + " or " + described[-1]
-        raise ValueError(f"{name} must be {what}, got {value!r}.")
+        hints = "".join(c.hint(name, value) for c in alternatives if hasattr(c, "hint"))
+        raise InvalidParameterError(f"{name} must be {what}, got {value!r}.{hints}")

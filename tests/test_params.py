@@ -9,13 +9,15 @@ import pytest
 
 from skdpsynth import (AIMSynthesizer, HybridSynthesizer, MSTSynthesizer, PartitionSynthesizer,
                        VerticalMRFSynthesizer, ViewSynthesizer)
-from skdpsynth.params import Interval, Options, declared_constraints, validate_params
+from skdpsynth.params import InvalidParameterError, Interval, Names, Options, declared_constraints, validate_params
+from skdpsynth.preprocessing import DPCategoricalEncoder, DPKBinsDiscretizer, TableDiscretizer
 
 SYNTHESIZERS = (MSTSynthesizer, AIMSynthesizer, PartitionSynthesizer, HybridSynthesizer, VerticalMRFSynthesizer,
                 ViewSynthesizer)
+TRANSFORMERS = (DPKBinsDiscretizer, DPCategoricalEncoder, TableDiscretizer)
 
 
-@pytest.mark.parametrize("cls", SYNTHESIZERS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", SYNTHESIZERS + TRANSFORMERS, ids=lambda c: c.__name__)
 def test_every_parameter_is_declared(cls):
     assert set(cls().get_params()) <= set(declared_constraints(cls))
 
@@ -78,3 +80,14 @@ def test_a_subclass_declaration_replaces_its_base():
     with pytest.raises(ValueError, match=r"k must be 'auto' or an integer >= 1, got 0\."):
         validate_params(child)
     assert [str(c) for c in declared_constraints(Child)["s"]] == ["'x'"]
+
+
+@pytest.mark.parametrize("cls", TRANSFORMERS, ids=lambda c: c.__name__)
+def test_every_dp_transformer_refuses_a_boolean_epsilon_at_fit(cls):
+    with pytest.raises(InvalidParameterError, match="epsilon must be None or a finite number > 0, got True"):
+        cls(epsilon=True).fit(pd.DataFrame({"a": [0.5, 1.5]}))
+
+
+def test_names_hint_at_a_single_name():
+    with pytest.raises(TypeError, match=r"columns must be None or a list of names, got 'age'\. Write columns=\['age'\]"):
+        validate_params(None, {"columns": "age"}, {"columns": [None, Names()]})

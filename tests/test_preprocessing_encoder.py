@@ -249,11 +249,11 @@ def test_all_missing_and_single_value_columns():
 # -- hostile input ----------------------------------------------------------------
 @pytest.mark.parametrize("kwargs, match", [
     ({"delta": 1e-6}, "delta was given without epsilon"),
-    ({"epsilon": 0.0, "delta": 1e-6}, "epsilon must be > 0"),
-    ({"epsilon": -1.0, "delta": 1e-6}, "epsilon must be > 0"),
-    ({"epsilon": float("inf"), "delta": 1e-6}, "epsilon must be a finite"),
-    ({"epsilon": 1.0, "delta": 0.0}, r"delta must be in \(0"),
-    ({"epsilon": 1.0, "delta": 1.0}, r"delta must be in \(0"),
+    ({"epsilon": 0.0, "delta": 1e-6}, "epsilon must be None or a finite number > 0"),
+    ({"epsilon": -1.0, "delta": 1e-6}, "epsilon must be None or a finite number > 0"),
+    ({"epsilon": float("inf"), "delta": 1e-6}, "epsilon must be None or a finite number > 0"),
+    ({"epsilon": 1.0, "delta": 0.0}, r"delta must be None or a finite number in \(0, 1\)"),
+    ({"epsilon": 1.0, "delta": 1.0}, r"delta must be None or a finite number in \(0, 1\)"),
     ({"epsilon": 1.0}, "needs delta > 0"),
     ({"threshold": 5.0}, "threshold only applies"),
     ({"handle_unknown": "ignore"}, "handle_unknown must be"),

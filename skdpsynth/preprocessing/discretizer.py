@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..params import Interval, Names, Options, validate_params
 from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
 from ..privacy.metadata import mark_public
 from ..privacy.randomness import child_random_states, gumbel, noise_generator, warn_reproducible_noise
@@ -461,17 +463,22 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
             bounds[c] = (float(e[0]), float(e[-1]))
         return n_bins, bounds, public_edges
 
+    # What each hyper-parameter may be (skdpsynth.params); the per-column entries of n_bins, bounds and edges
+    # are checked against the columns when fit knows them.
+    _parameter_constraints = {
+        "n_bins": [Interval(Integral, 1, None), Mapping],
+        "bounds": [None, tuple, list, Mapping],
+        "edges": [None, Mapping],
+        "columns": [None, Names("column names")],
+        "strategy": [Options("uniform", "quantile")],
+        "output": [Options("interval", "code")],
+        "epsilon": [None, Interval(Real, 0, None, closed="neither")],
+        "bounds_epsilon_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
     def _check_params(self):
-        if self.strategy not in ("uniform", "quantile"):
-            raise ValueError(f"strategy must be 'uniform' or 'quantile', got {self.strategy!r}.")
-        if self.output not in ("interval", "code"):
-            raise ValueError(f"output must be 'interval' or 'code', got {self.output!r}.")
-        eps = self.epsilon
-        if eps is not None and not (_is_number(eps) and math.isfinite(eps) and eps > 0):
-            raise ValueError(f"epsilon must be None or a finite number > 0, got {eps!r}.")
-        f = self.bounds_epsilon_fraction
-        if not (_is_number(f) and 0 < f < 1):
-            raise ValueError(f"bounds_epsilon_fraction must be in (0, 1), got {f!r}.")
+        validate_params(self)
 
     # -- fit -----------------------------------------------------------------
     def fit(self, X, y=None):

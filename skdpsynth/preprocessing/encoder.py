@@ -10,14 +10,15 @@ noisy-count histogram. The synthesizers read a column's domain from its
 from __future__ import annotations
 
 import math
-import numbers
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
+from numbers import Real
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..params import Dict, Interval, Names, Options, validate_params
 from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
 from ..privacy.metadata import mark_public
 from ..privacy.randomness import noise_generator, warn_reproducible_noise
@@ -131,16 +132,6 @@ def _is_na_scalar(value) -> bool:
         return bool(pd.isna(value))
     except (TypeError, ValueError):  # list-likes are not NA scalars
         return False
-
-
-def _check_number(name, value, *, low, high=None, low_open=True):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}.")
-    value = float(value)
-    if (value <= low if low_open else value < low) or (high is not None and value >= high):
-        interval = f"({low}, {high})" if high is not None else f"> {low}"
-        raise ValueError(f"{name} must be {'in ' if high is not None else ''}{interval}, got {value!r}.")
-    return value
 
 
 class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
@@ -355,8 +346,26 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
                                  + (f" for column {c!r}." if isinstance(value, Mapping) else "."))
         return out
 
+    # What each hyper-parameter may be (skdpsynth.params); per-column dicts and the category lists are checked
+    # against the columns in _check_params.
+    _parameter_constraints = {
+        "categories": [Dict("{column: list}"), None],
+        "columns": [None, Names("column names")],
+        "epsilon": [None, Interval(Real, 0, None, closed="neither")],
+        "delta": [None, Interval(Real, 0, 1, closed="neither")],
+        "threshold": [None, Interval(Real)],
+        "handle_unknown": [Options(*_HANDLE_UNKNOWN), Mapping],
+        "missing": [Options(*_MISSING), Mapping],
+        # Labels of their own: hashable; not a missing value and not both the same (checked when used).
+        "other_category": [Hashable],
+        "missing_category": [Hashable],
+        "random_state": ["random_state"],
+    }
+
     def _check_params(self, columns) -> tuple[dict, dict, dict]:
-        """Public categories, and the handle_unknown / missing option of each column ("auto" unresolved)."""
+        """The declared constraints; then the public categories, and the handle_unknown / missing option of each
+        column ("auto" unresolved)."""
+        validate_params(self)
         handle_unknown = self._per_column_option("handle_unknown", self.handle_unknown, _HANDLE_UNKNOWN, "auto",
                                                  columns)
         missing = self._per_column_option("missing", self.missing, _MISSING, "error", columns)
@@ -365,15 +374,7 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
                 raise ValueError("delta was given without epsilon; give epsilon too (or neither).")
             if self.threshold is not None:
                 raise ValueError("threshold only applies to DP discovery; give epsilon and delta too.")
-        else:
-            _check_number("epsilon", self.epsilon, low=0.0)
-            if self.delta is not None:
-                _check_number("delta", self.delta, low=0.0, high=1.0)
-            if self.threshold is not None:
-                _check_number("threshold", self.threshold, low=-math.inf)
         given = self.categories if self.categories is not None else {}
-        if not isinstance(given, Mapping):
-            raise TypeError(f"categories must be a dict {{column: list}} or None, got {type(given).__name__}.")
         unknown = [k for k in given if k not in set(columns)]
         if unknown:
             raise ValueError(f"categories names columns that are not {param_scope(self.columns)}: {unknown}.")

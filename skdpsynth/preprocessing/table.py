@@ -17,12 +17,14 @@ import numbers
 import os
 import warnings
 from collections.abc import Mapping
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..params import Dict, Interval, Options, validate_params
 from ..privacy import PrivacyLedger, PrivacyLeakWarning, warn_privacy_leak
 from ..privacy.metadata import mark_public
 from ..privacy.randomness import ReproducibleNoiseWarning, child_random_states, warn_reproducible_noise
@@ -595,24 +597,23 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         return schema_to_json(schema, path, indent=indent)
 
     # -- validation ----------------------------------------------------------------------------------
+    # What each hyper-parameter may be (skdpsynth.params); the schema's entries are checked against the columns.
+    _parameter_constraints = {
+        "schema": [Dict("{column: spec}"), None],
+        "n_bins": [Interval(Integral, 1, None)],
+        "strategy": [Options(*_STRATEGIES)],
+        "output": [Options(*_OUTPUTS)],
+        "epsilon": [None, Interval(Real, 0, None, closed="neither")],
+        "delta": [None, Interval(Real, 0, 1, closed="neither")],
+        "numeric_epsilon_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
     def _check_params(self):
-        if not _is_int(self.n_bins) or self.n_bins < 1:
-            raise ValueError(f"n_bins must be an integer >= 1, got {self.n_bins!r}.")
-        if self.strategy not in _STRATEGIES:
-            raise ValueError(f"strategy must be one of {list(_STRATEGIES)}, got {self.strategy!r}.")
-        if self.output not in _OUTPUTS:
-            raise ValueError(f"output must be one of {list(_OUTPUTS)}, got {self.output!r}.")
-        eps, delta = self.epsilon, self.delta
-        if eps is not None and not (_is_number(eps) and math.isfinite(eps) and eps > 0):
-            raise ValueError(f"epsilon must be None or a finite number > 0, got {eps!r}.")
-        if delta is not None:
-            if eps is None:
-                raise ValueError("delta was given without epsilon; give epsilon too (or neither).")
-            if not (_is_number(delta) and 0 < delta < 1):
-                raise ValueError(f"delta must be None or in (0, 1), got {delta!r}.")
-        f = self.numeric_epsilon_fraction
-        if not (_is_number(f) and 0 < f < 1):
-            raise ValueError(f"numeric_epsilon_fraction must be in (0, 1), got {f!r}.")
+        """The declared constraints, then delta needs epsilon."""
+        validate_params(self)
+        if self.delta is not None and self.epsilon is None:
+            raise ValueError("delta was given without epsilon; give epsilon too (or neither).")
 
     def _frame_for(self, X, what) -> pd.DataFrame:
         check_is_fitted(self, "schema_")
