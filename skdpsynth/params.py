@@ -18,7 +18,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
-__all__ = ["Interval", "Options", "Names", "Dict", "InvalidParameterError", "validate_params", "declared_constraints"]
+__all__ = ["Interval", "Options", "Names", "Dict", "HasMethods", "InvalidParameterError", "validate_params",
+           "declared_constraints"]
 
 
 class Interval:
@@ -141,6 +142,29 @@ class Dict:
 
     def __str__(self) -> str:
         return f"a dict {self.what}"
+
+
+class HasMethods:
+    """An object with the given methods: ``HasMethods("fit", "sample")`` is a synthesizer.
+
+    Examples
+    --------
+    >>> from skdpsynth import MSTSynthesizer
+    >>> from skdpsynth.params import HasMethods
+    >>> HasMethods("fit", "sample").accepts(MSTSynthesizer()), str(HasMethods("fit", "sample"))
+    (True, 'an object with fit and sample methods')
+    """
+
+    def __init__(self, *methods: str):
+        self.methods = methods
+
+    def accepts(self, value) -> bool:
+        return all(callable(getattr(value, m, None)) for m in self.methods)
+
+    def __str__(self) -> str:
+        names = list(self.methods)
+        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        return f"an object with {listed} method{'s' if len(names) > 1 else ''}"
 
 
 class InvalidParameterError(ValueError, TypeError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from copy import deepcopy
+from numbers import Integral
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .domain import Domain
+from .params import HasMethods, Interval, validate_params
 from .privacy import warn_privacy_leak
 from .privacy.metadata import is_public
 from .utils import append_target, check_random_state
@@ -182,6 +184,13 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
     1.78
     """
 
+    _parameter_constraints = {
+        "synthesizer": [HasMethods("fit", "sample")],
+        "estimator": [HasMethods("fit")],
+        "n_samples": [None, Interval(Integral, 1, None)],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, synthesizer, estimator, *, n_samples=None, random_state=None):
         self.synthesizer = synthesizer
         self.estimator = estimator
@@ -232,10 +241,9 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
         -------
         self
         """
+        validate_params(self)
         y = self._check_target(y)
         n_samples = self.n_samples
-        if n_samples is not None and not (isinstance(n_samples, (int, np.integer)) and n_samples >= 1):
-            raise ValueError(f"n_samples must be a positive integer or None, got {n_samples!r}.")
         synthesizer = self._target_ready_synthesizer(y)
 
         synthesizer.fit(X, y)
@@ -415,6 +423,9 @@ class SynthesisPipeline(BaseEstimator):
     True
     """
 
+    # The steps' structure (names, transformers, a synthesizer last) is checked by _validate_steps.
+    _parameter_constraints = {"steps": [list, tuple]}
+
     def __init__(self, steps):
         self.steps = steps
 
@@ -446,7 +457,8 @@ class SynthesisPipeline(BaseEstimator):
         return self
 
     def _validate_steps(self):
-        if not isinstance(self.steps, (list, tuple)) or not self.steps:
+        validate_params(self)
+        if not self.steps:
             raise ValueError("steps must be a non-empty list of (name, estimator) pairs.")
         names = [name for name, _ in self.steps]
         if len(set(names)) != len(names) or any("__" in n for n in names):

@@ -22,6 +22,23 @@ def test_every_parameter_is_declared(cls):
     assert set(cls().get_params()) <= set(declared_constraints(cls))
 
 
+def test_the_meta_estimators_declare_theirs():
+    from sklearn.tree import DecisionTreeClassifier
+
+    from skdpsynth.pipeline import SynthesisPipeline, TrainOnSynthetic
+
+    tos = TrainOnSynthetic(MSTSynthesizer(), DecisionTreeClassifier())
+    assert set(tos.get_params(deep=False)) <= set(declared_constraints(TrainOnSynthetic))
+    assert set(SynthesisPipeline([("s", MSTSynthesizer())]).get_params(deep=False)) <= set(
+        declared_constraints(SynthesisPipeline))
+    with pytest.raises(InvalidParameterError, match="synthesizer must be an object with fit and sample methods"):
+        TrainOnSynthetic(DecisionTreeClassifier(), DecisionTreeClassifier()).fit(
+            pd.DataFrame({"a": [0, 1]}), pd.Series([0, 1]))
+    with pytest.raises(InvalidParameterError, match="n_samples must be None or an integer >= 1, got True"):
+        TrainOnSynthetic(MSTSynthesizer(), DecisionTreeClassifier(), n_samples=True).fit(
+            pd.DataFrame({"a": [0, 1]}), pd.Series([0, 1]))
+
+
 @pytest.mark.parametrize("cls", SYNTHESIZERS, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("params, message", [
     ({"epsilon": True}, "epsilon must be a finite number > 0, got True"),
