@@ -602,7 +602,7 @@ def check_engine_params(scoring, scoring_samples, selections_per_round) -> None:
     >>> check_engine_params("fast", "auto", "auto")
     Traceback (most recent call last):
     ...
-    ValueError: scoring must be 'auto', 'exact' or 'sampled', got 'fast'.
+    skdpsynth.params.InvalidParameterError: scoring must be 'auto', 'exact' or 'sampled', got 'fast'.
     """
     validate_params(None, {"scoring": scoring, "scoring_samples": scoring_samples,
                            "selections_per_round": selections_per_round}, ENGINE_PARAMETER_CONSTRAINTS)
