@@ -672,43 +672,65 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         categorical = [c for c in columns if specs[c]["type"] == "categorical"]
         self._check_no_nan(frame, numeric, "fit")
         self._check_missing_categories(frame, specs, categorical, "fit")
-        numeric_needs_dp = _numeric_needs_dp
-
         groups = {s: [c for c in numeric if specs[c]["strategy"] == s] for s in _STRATEGIES}
         groups = {s: cols for s, cols in groups.items() if cols}
-        dp_numeric = [c for c in numeric if numeric_needs_dp(specs[c])]
+        dp_numeric = [c for c in numeric if _numeric_needs_dp(specs[c])]
         dp_categorical = [c for c in categorical if specs[c]["categories"] is None]
 
-        # The budget split.
-        eps_num = eps_cat = delta_cat = None
-        if self.epsilon is not None:
-            epsilon = float(self.epsilon)
-            if dp_categorical and self.delta is None:
-                raise ValueError(
-                    "DP category discovery is (epsilon, delta)-DP and needs delta > 0: give delta in (0, 1), "
-                    f"or public categories in the schema for columns {dp_categorical}.")
-            if dp_numeric and dp_categorical:
-                eps_num = epsilon * float(self.numeric_epsilon_fraction)
-                eps_cat = epsilon - eps_num
-            elif dp_numeric:
-                eps_num = epsilon
-            elif dp_categorical:
-                eps_cat = epsilon
-            if dp_categorical:
-                delta_cat = float(self.delta)
+        budget = self._budget_split(dp_numeric, dp_categorical)
+        if self.epsilon is not None and (dp_numeric or dp_categorical):
+            warn_reproducible_noise(type(self).__name__, self.random_state)
+        discretizers, encoder, ledger = self._fit_sub_steps(frame, specs, groups, categorical, dp_numeric,
+                                                            dp_categorical, *budget)
+        self._check_spent(ledger)
 
+        self.schema_ = self._effective_schema(columns, specs, discretizers, encoder)
+        self.numeric_columns_ = numeric
+        self.categorical_columns_ = categorical
+        self.discretizers_ = discretizers
+        self.discretizer_ = next(iter(discretizers.values())) if len(discretizers) == 1 else None
+        self.encoder_ = encoder
+        self.privacy_ledger_ = ledger
+        self.feature_names_in_ = np.asarray(columns, dtype=object)
+        self.n_features_in_ = len(columns)
+        self._groups = {s: list(cols) for s, cols in groups.items()}
+        return self
+
+    def _budget_split(self, dp_numeric: list, dp_categorical: list) -> tuple:
+        """``(eps_numeric, eps_categorical, delta_categorical)``: each None where nothing is released with DP."""
+        eps_num = eps_cat = delta_cat = None
+        if self.epsilon is None:
+            return eps_num, eps_cat, delta_cat
+        epsilon = float(self.epsilon)
+        if dp_categorical and self.delta is None:
+            raise ValueError(
+                "DP category discovery is (epsilon, delta)-DP and needs delta > 0: give delta in (0, 1), "
+                f"or public categories in the schema for columns {dp_categorical}.")
+        if dp_numeric and dp_categorical:
+            eps_num = epsilon * float(self.numeric_epsilon_fraction)
+            eps_cat = epsilon - eps_num
+        elif dp_numeric:
+            eps_num = epsilon
+        elif dp_categorical:
+            eps_cat = epsilon
+        if dp_categorical:
+            delta_cat = float(self.delta)
+        return eps_num, eps_cat, delta_cat
+
+    def _fit_sub_steps(self, frame, specs, groups, categorical, dp_numeric, dp_categorical, eps_num, eps_cat,
+                       delta_cat) -> tuple[dict, DPCategoricalEncoder | None, PrivacyLedger]:
+        """One DPKBinsDiscretizer per numeric strategy and one DPCategoricalEncoder, their ledgers joined; the
+        sub-steps' privacy-leak warnings become one warning for the table."""
         # Each sub-step gets a random state of its own (None stays None: fresh OS entropy for each, and no
         # seed that a stored sub-step's get_params() would reveal).
         sub_states = iter(child_random_states(self.random_state, len(groups) + 1))
-        if self.epsilon is not None and (dp_numeric or dp_categorical):
-            warn_reproducible_noise(type(self).__name__, self.random_state)
         ledger = PrivacyLedger()
         discretizers = {}
         encoder = None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             for s, cols in groups.items():
-                n_dp = sum(numeric_needs_dp(specs[c]) for c in cols)
+                n_dp = sum(_numeric_needs_dp(specs[c]) for c in cols)
                 eps_g = None
                 if eps_num is not None and n_dp:
                     eps_g = eps_num if n_dp == len(dp_numeric) else eps_num * n_dp / len(dp_numeric)
@@ -738,8 +760,8 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if leaks:
             # One combined warning for the table, naming the columns (known from public information).
-            inferred_num = [c for c in dp_numeric] if self.epsilon is None else []
-            inferred_cat = [c for c in dp_categorical] if self.epsilon is None else []
+            inferred_num = list(dp_numeric) if self.epsilon is None else []
+            inferred_cat = list(dp_categorical) if self.epsilon is None else []
             parts = []
             if inferred_num:
                 parts.append(f"the bounds or bin edges of numeric columns {list(map(str, inferred_num))}")
@@ -750,9 +772,11 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
             warn_privacy_leak(
                 f"TableDiscretizer read {' and '.join(parts)} from the private data without differential "
                 "privacy. Give them in the schema (public metadata) or set epsilon (and delta) to release "
-                "them with DP.", stacklevel=2)
+                "them with DP.", stacklevel=3)
+        return discretizers, encoder, ledger
 
-        # Never more than the budget; nothing at all without one.
+    def _check_spent(self, ledger: PrivacyLedger) -> None:
+        """Never more than the budget; nothing at all without one."""
         spent_eps = math.fsum(e.epsilon or 0.0 for e in ledger)
         spent_delta = math.fsum(e.delta for e in ledger)
         if self.epsilon is None:
@@ -763,7 +787,9 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
             raise RuntimeError(f"TableDiscretizer spent (epsilon={spent_eps}, delta={spent_delta}), more than "
                                f"its budget ({self.epsilon}, {self.delta}).")
 
-        # The effective schema: public input and DP output (or inferred values, with the warning above).
+    @staticmethod
+    def _effective_schema(columns, specs, discretizers, encoder) -> dict:
+        """The schema the fit used: public input and DP output (or inferred values, with the fit's warning)."""
         effective = {}
         for c in columns:
             if c in specs and specs[c]["type"] == "numeric":
@@ -781,18 +807,7 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
                     raise ValueError(f"Column {c!r} has no categories: none was released, and its spec "
                                      "('handle_unknown': 'error', 'missing': 'error') adds none.")
                 effective[c] = {"type": "categorical", "categories": real, "handle_unknown": hu, "missing": mi}
-
-        self.schema_ = effective
-        self.numeric_columns_ = numeric
-        self.categorical_columns_ = categorical
-        self.discretizers_ = discretizers
-        self.discretizer_ = next(iter(discretizers.values())) if len(discretizers) == 1 else None
-        self.encoder_ = encoder
-        self.privacy_ledger_ = ledger
-        self.feature_names_in_ = np.asarray(columns, dtype=object)
-        self.n_features_in_ = len(columns)
-        self._groups = {s: list(cols) for s, cols in groups.items()}
-        return self
+        return effective
 
     # -- transform -----------------------------------------------------------------------------------
     def transform(self, X):
