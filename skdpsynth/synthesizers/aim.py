@@ -43,6 +43,7 @@ from .base import BaseSynthesizer
 from .select_measure import (
     CandidateErrors,
     ENGINE_PARAMETER_CONSTRAINTS,
+    WORKLOAD_CONSTRAINT,
     child_generator,
     choose_engine,
     compile_workload,
@@ -293,7 +294,7 @@ class AIMSynthesizer(BaseSynthesizer):
         self.verbose = verbose
 
     _parameter_constraints = {
-        "workload": [None, Interval(Integral, 1, None), list, tuple],
+        "workload": WORKLOAD_CONSTRAINT,
         "max_cells": [Interval(Integral, 1, None), None],
         "rounds": [Interval(Integral, 1, None), None],
         "max_model_size": [Interval(Real, 0, None, closed="neither")],

@@ -44,7 +44,7 @@ from ..params import Interval, Options
 from ..privacy import (PrivacyLedger, cdp_epsilon, cdp_epsilon_loose, cdp_rho, cdp_rho_loose, exponential_mechanism,
                        warn_privacy_leak)
 from .base import BaseSynthesizer
-from .select_measure import filter_by_model_size, resolve_workload
+from .select_measure import WORKLOAD_CONSTRAINT, filter_by_model_size, resolve_workload
 
 __all__ = ["HybridSynthesizer", "randdpgen", "RandDPGenResult", "budget_schedule"]
 
@@ -599,7 +599,7 @@ class HybridSynthesizer(BaseSynthesizer):
 
     _parameter_constraints = {
         "partition": [None, HybridPartition, Mapping, list, tuple, str],
-        "workload": [None, Interval(Integral, 1, None), list, tuple],
+        "workload": WORKLOAD_CONSTRAINT,
         "alpha": [None, Interval(Real, 0, 1, closed="neither")],
         "beta": [Interval(Real, 0, 1, closed="neither")],
         "anneal_factor": [Interval(Real, 1, None)],

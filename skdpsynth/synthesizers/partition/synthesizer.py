@@ -52,6 +52,7 @@ from ...utils import check_memory
 from ..base import BaseSynthesizer
 from ..select_measure import (
     ENGINE_PARAMETER_CONSTRAINTS,
+    WORKLOAD_CONSTRAINT,
     child_generator,
     choose_engine,
     compile_workload,
@@ -377,7 +378,7 @@ class PartitionSynthesizer(BaseSynthesizer):
     # -- validation ---------------------------------------------------------
     _parameter_constraints = {
         "rho": [None, Interval(Real, 0, None, closed="neither")],
-        "workload": [None, Interval(Integral, 1, None), list, tuple],
+        "workload": WORKLOAD_CONSTRAINT,
         "max_cells": [Interval(Integral, 1, None), None],
         "privacy_mode": [Options("strict", "paper")],
         "candidates": [Options("downward_closure", "workload")],
