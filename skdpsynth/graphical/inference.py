@@ -107,51 +107,84 @@ def belief_propagation(
     >>> round(log_partition, 4)  # log(1 + 1 + 1 + 5)
     2.0794
     """
-    n = len(jt.cliques)
-    plan = jt.message_plan()
-    up = list(log_potentials)  # log-tables become θ_C + messages from the children; ExpTables stay as given
-    pending = [[] for _ in range(n)]  # the children's messages to an ExpTable, multiplied in when it is reached
-    msg_up = [None] * n  # log-message clique i -> parent, shaped to broadcast in the parent
-    up_exp = [None] * n  # exp(belief - up_shift[i]), reused by the downward pass
-    up_shift = [0.0] * n
-    up_peak = [1.0] * n  # the largest cell of up_exp[i] (1 when exponentiated here, after its maximum)
-    owned = [False] * n  # up[i] is an array made here (the inputs are never written to)
-    exp_owned = [True] * n  # up_exp[i] may be written to (not an ExpTable's values)
+    state = _Propagation(jt, log_potentials)
+    # Upward pass: leaves first (reverse breadth-first order).
+    for i in range(len(jt.cliques) - 1, 0, -1):
+        state.send_up(i)
+    # Downward pass: root first; each clique's belief, once exponentiated, sends its children their messages.
+    marginals = []
+    for i in range(len(jt.cliques)):
+        if i == 0:
+            probs, shift, scale, z = state.root_exponential()
+            log_partition = float(np.log(z) + shift)
+        else:
+            probs, shift, scale, z = state.downward_exponential(i)
+        state.send_down(i, probs, shift, scale)
+        tables.multiply_inplace(probs, total / z)
+        marginals.append(probs)
+    return marginals, log_partition
 
-    def log_belief(i: int) -> np.ndarray:
+
+class _Propagation:
+    """The working tables of one belief propagation: what the upward pass leaves for the downward one.
+
+    In-place arithmetic wherever the array is one made here (the inputs are never written to): fresh
+    multi-megabyte temporaries cost page faults as much as the arithmetic.
+    """
+
+    def __init__(self, jt: JunctionTree, log_potentials: Sequence[np.ndarray]):
+        n = len(jt.cliques)
+        self.jt = jt
+        self.plan = jt.message_plan()
+        self.up = list(log_potentials)  # log-tables become θ_C + messages from the children; ExpTables stay as given
+        self.pending = [[] for _ in range(n)]  # children's messages to an ExpTable, multiplied in when it is reached
+        self.msg_up = [None] * n  # log-message clique i -> parent, shaped to broadcast in the parent
+        self.msg_down = [None] * n  # log-message parent -> clique i, the parent's message divided out
+        self.up_exp = [None] * n  # exp(belief - up_shift[i]), reused by the downward pass
+        self.up_shift = [0.0] * n
+        self.up_peak = [1.0] * n  # the largest cell of up_exp[i] (1 when exponentiated here, after its maximum)
+        self.owned = [False] * n  # up[i] is an array made here (the inputs are never written to)
+        self.exp_owned = [True] * n  # up_exp[i] may be written to (not an ExpTable's values)
+
+    def log_belief(self, i: int) -> np.ndarray:
         """Clique i's log-belief with its children's messages (made here for an ExpTable: the rare paths)."""
-        if not isinstance(up[i], ExpTable):
-            return up[i]
-        belief = up[i].log()
-        for m in pending[i]:
+        if not isinstance(self.up[i], ExpTable):
+            return self.up[i]
+        belief = self.up[i].log()
+        for m in self.pending[i]:
             tables.add(belief, m, out=belief)
         return belief
 
-    def exponential(i: int):
+    def exponential(self, i: int):
         """(exp(belief − shift), shift, its largest cell, whether it may be written to), or None when an
         ExpTable's product with its children's messages has its largest cell too small to be trusted."""
-        table = up[i]
+        table = self.up[i]
         if not isinstance(table, ExpTable):
             shift = tables.maximum(table)
-            in_place = i == 0 and owned[0]   # the root's log-belief is not needed once exponentiated
+            in_place = i == 0 and self.owned[0]   # the root's log-belief is not needed once exponentiated
             return tables.exp_shifted(table, shift, out=table if in_place else None), shift, 1.0, True
-        if pending[i]:
-            tops = [float(m.max()) for m in pending[i]]
-            probs, peak, _, _ = tables.product(table.values, [np.exp(m - t) for m, t in zip(pending[i], tops)])
+        pending = self.pending[i]
+        if pending:
+            tops = [float(m.max()) for m in pending]
+            probs, peak, _, _ = tables.product(table.values, [np.exp(m - t) for m, t in zip(pending, tops)])
             made = probs, table.offset + sum(tops), peak, True
         else:
             made = table.values, table.offset, math.exp(table.high), False
         return made if made[2] >= _EXP_PEAK_FLOOR else None
 
-    # Upward pass: leaves first (reverse breadth-first order).  In-place arithmetic where the
-    # array is ours: fresh multi-megabyte temporaries cost page faults as much as the arithmetic.
-    for i in range(n - 1, 0, -1):
-        own_axes, _, _, in_parent = plan[i]
-        made = exponential(i)
+    def trusted_exponential(self, i: int):
+        """Clique i's exponential (as :meth:`exponential`), from its log-belief where an ExpTable's is not to be
+        trusted."""
+        made = self.exponential(i)
         if made is None:
-            up[i], owned[i] = log_belief(i), True
-            made = exponential(i)
-        probs, shift, peak, exp_owned[i] = made
+            self.up[i], self.owned[i] = self.log_belief(i), True
+            made = self.exponential(i)
+        return made
+
+    def send_up(self, i: int) -> None:
+        """Upward step: clique i's message to its parent, which the parent absorbs."""
+        own_axes, _, _, in_parent = self.plan[i]
+        probs, shift, peak, self.exp_owned[i] = self.trusted_exponential(i)
         sums = reduce_axes(probs, own_axes)
         msg = np.log(np.maximum(sums, _TINY * peak))
         msg += shift
@@ -161,69 +194,77 @@ def belief_propagation(
             # weigh them up again (overlapping cliques' potentials can carry large offsetting values; only
             # their sum matters): their messages are exact log-sum-exps, each slice shifted by its own
             # maximum, and the downward pass exponentiates this clique's full belief afresh.
-            belief = log_belief(i)
-            where = np.nonzero(underflow)
-            kept = [ax for ax in range(belief.ndim) if ax not in own_axes]
-            slices = np.moveaxis(belief, kept, range(len(kept)))[where].reshape(len(where[0]), -1)
-            top = slices.max(axis=1)
-            msg[where] = np.log(np.exp(slices - top[:, None]).sum(axis=1)) + top
-            up[i], probs, shift = belief, None, None
-        up_exp[i], up_shift[i], up_peak[i] = probs, shift, peak
-        msg_up[i] = msg.reshape(in_parent)
-        p = jt.parent[i]
-        if isinstance(up[p], ExpTable):
-            pending[p].append(msg_up[i])
-        elif owned[p]:
-            tables.add(up[p], msg_up[i], out=up[p])
+            self.exact_slice_messages(i, msg, underflow)
+            probs, shift = None, None
+        self.up_exp[i], self.up_shift[i], self.up_peak[i] = probs, shift, peak
+        self.msg_up[i] = msg.reshape(in_parent)
+        self.absorb(self.jt.parent[i], self.msg_up[i])
+
+    def exact_slice_messages(self, i: int, msg: np.ndarray, underflow: np.ndarray) -> None:
+        """Recompute (in ``msg``) the underflowing slices' messages from clique i's log-belief, which becomes
+        its upward table."""
+        own_axes = self.plan[i][0]
+        belief = self.log_belief(i)
+        where = np.nonzero(underflow)
+        kept = [ax for ax in range(belief.ndim) if ax not in own_axes]
+        slices = np.moveaxis(belief, kept, range(len(kept)))[where].reshape(len(where[0]), -1)
+        top = slices.max(axis=1)
+        msg[where] = np.log(np.exp(slices - top[:, None]).sum(axis=1)) + top
+        self.up[i] = belief
+
+    def absorb(self, p: int, msg: np.ndarray) -> None:
+        """Add a child's message into clique p's log-belief (kept aside for an ExpTable)."""
+        if isinstance(self.up[p], ExpTable):
+            self.pending[p].append(msg)
+        elif self.owned[p]:
+            tables.add(self.up[p], msg, out=self.up[p])
         else:
-            up[p], owned[p] = tables.add(up[p], msg_up[i]), True
-    # Downward pass: root first.  A clique's full belief is up[i] + the message from its
-    # parent; its exponential is the upward one times the (small) message's exponential,
-    # which saves exponentiating the whole table a second time.
-    marginals = [None] * n
-    msg_down = [None] * n
-    for i in range(n):
-        if i == 0:
-            made = exponential(0)
-            if made is None:
-                up[0], owned[0] = log_belief(0), True
-                made = exponential(0)
-            probs, shift, scale, writable = made
-            if not writable:
-                probs = probs.copy()
+            self.up[p], self.owned[p] = tables.add(self.up[p], msg), True
+
+    def root_exponential(self):
+        """(exp(belief − shift), shift, its largest cell, its sum) of the root, whose belief is complete."""
+        probs, shift, scale, writable = self.trusted_exponential(0)
+        if not writable:
+            probs = probs.copy()
+        return probs, shift, scale, tables.total(probs)
+
+    def downward_exponential(self, i: int):
+        """(exp(belief − shift), shift, its largest cell, its sum) of clique i, its belief completed by the
+        message from its parent."""
+        # The exponential is the upward one times the (small) message's exponential, which saves
+        # exponentiating the whole table a second time.
+        m = self.msg_down[i]
+        probs = self.up_exp[i]
+        if probs is not None:
+            m_max = float(m.max())
+            factor = np.exp(m - m_max)
+            if self.exp_owned[i]:
+                peak, z = tables.multiply_and_measure(probs, factor)
+            else:
+                probs, peak, _, z = tables.product(probs, [factor], summed=True)
+            shift, scale = self.up_shift[i] + m_max, self.up_peak[i]
+        if probs is None or peak < 1e-200 * scale:
+            # The two maxima sit in different cells (or slices underflowed on the way up): exponentiate
+            # the full belief directly rather than lose precision.
+            full = self.log_belief(i) + m
+            shift = float(full.max())
+            probs = np.exp(full - shift)
             z = tables.total(probs)
-            log_partition = float(np.log(z) + shift)
-        else:
-            m = msg_down[i]
-            probs = up_exp[i]
-            if probs is not None:
-                m_max = float(m.max())
-                factor = np.exp(m - m_max)
-                if exp_owned[i]:
-                    peak, z = tables.multiply_and_measure(probs, factor)
-                else:
-                    probs, peak, _, z = tables.product(probs, [factor], summed=True)
-                shift, scale = up_shift[i] + m_max, up_peak[i]
-            if probs is None or peak < 1e-200 * scale:
-                # The two maxima sit in different cells (or slices underflowed on the way up): exponentiate
-                # the full belief directly rather than lose precision.
-                full = log_belief(i) + m
-                shift = float(full.max())
-                probs = np.exp(full - shift)
-                z = tables.total(probs)
-                scale = 1.0
-            up_exp[i] = None
-        for c in jt.children[i]:
-            _, in_child, parent_axes, _ = plan[c]
+            scale = 1.0
+        self.up_exp[i] = None
+        return probs, shift, scale, z
+
+    def send_down(self, i: int, probs: np.ndarray, shift: float, scale: float) -> None:
+        """Downward step: clique i's messages to its children, from its exponentiated full belief."""
+        msg_up = self.msg_up
+        for c in self.jt.children[i]:
+            _, in_child, parent_axes, _ = self.plan[c]
             sums = reduce_axes(probs, parent_axes)
             # Divide out what the child sent up (subtract, in log space).
             msg = np.log(np.maximum(sums, _TINY * scale)).reshape(in_child)
             msg += shift
             msg -= msg_up[c].reshape(in_child)
-            msg_down[c] = msg
-        tables.multiply_inplace(probs, total / z)
-        marginals[i] = probs
-    return marginals, log_partition
+            self.msg_down[c] = msg
 
 
 def greedy_elimination_order(domain: Domain, scopes: Iterable[Sequence[str]], keep: Iterable[str],
