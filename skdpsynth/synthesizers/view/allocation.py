@@ -1,4 +1,4 @@
-"""S3 budget shares and S4 consistency weights: closed-form KKT solutions (DPView spec §6, §7.1).
+"""S3 budget shares and S4 consistency weights: closed-form KKT solutions (DPView paper §IV-D, §IV-E1).
 
 Both depend on public domain sizes only, so they cost no privacy budget.
 """
@@ -11,7 +11,7 @@ __all__ = ["budget_shares", "allocation_objective", "consistency_weights"]
 
 
 def budget_shares(view_sizes: ArrayLike, method: str = "optimal") -> np.ndarray:
-    """Fraction ``P_i`` of ε given to each view (spec §6.3, Eq. (2)–(4)).
+    """Fraction ``P_i`` of ε given to each view (paper §IV-D, Eq. (2)–(4)).
 
     ``min Σ S_i / P_i²`` subject to ``Σ P_i = 1`` (the total Laplace noise
     variance ``Σ_i S_i · 2/(P_i ε)²`` without the constant ``2/ε²``) has the
@@ -59,7 +59,7 @@ def allocation_objective(view_sizes: ArrayLike, shares: ArrayLike) -> float:
 
 
 def consistency_weights(shares: ArrayLike, xi: ArrayLike, method: str = "optimal") -> np.ndarray:
-    """Weights ``w_i`` of the views sharing an attribute set ``A`` (spec §7.1, Eq. (5)–(6)).
+    """Weights ``w_i`` of the views sharing an attribute set ``A`` (paper §IV-E1, Eq. (5)–(6)).
 
     View ``i``'s projection onto one cell of ``A`` sums ``ξ_i = dom(v_i \\ A)``
     cells of noise ``Lap(1/(P_i ε))``, so its variance is ``∝ ξ_i / P_i²``.

@@ -1,4 +1,4 @@
-"""S5 — synthesis by linking partial records along the view chain (DPView spec §8).
+"""S5 — synthesis by linking partial records along the view chain (DPView paper §IV-F, §IV-G).
 
 View combination pairs the partial records built so far (left side) with the
 partial records of the next view (right side, the normalized integer table
@@ -24,18 +24,20 @@ exactly as many records as the normalized tables hold.
 **DPView+ (upper cross views as reference).**  When ``b_{i+1}`` is linked,
 the left records carry ``x`` = their attributes of ``b_i \\ c_i`` and the
 right records carry ``β`` = their attributes of ``b_{i+1} \\ c_i``; the upper
-cross view ``u_i`` is exactly the pair ``(x, β)``.  The reference is used in
-two grouped matchings:
+cross view ``u_i`` is exactly the pair ``(x, β)``.  The paper shows this use
+only by an example (§IV-G; ``doc/deviations.md``, "Upper cross views in
+linking").  The reference is used in two grouped matchings:
 
 1. *proposal*: for every left group ``(α, x)`` a plan ``M(α, x, β)`` over the
    candidates ``β`` that the integer reference table ``U`` supports
    (``U(x, β) > 0``) and the right side still offers in ``α``
    (``R(α, β) > 0``) is fitted by iterative proportional fitting to the
    three margins ``L(α, x)``, ``R(α, β)`` and ``U(x, β)`` (starting from
-   ``U(x, β)``; the spec's weight "remaining copies of ``β`` × reference
-   count" is the same start up to a factor per ``(α, β)``, which IPF's
-   column step removes), then rounded per group to ``L(α, x)``
-   (largest remainder), which gives every left record one proposed ``β``;
+   ``U(x, β)``; weighting each candidate by its remaining copies of ``β``
+   times its reference count is the same start up to a factor per
+   ``(α, β)``, which IPF's column step removes), then rounded per group
+   to ``L(α, x)`` (largest remainder), which gives every left record one
+   proposed ``β``;
 2. *stage 1*: left records matched to right records with the proposed
    ``(α, β)`` — grouped construction on the key ``(α, β)``;
 3. *stage 2*: the records left over on both sides are matched on ``α`` —
@@ -249,7 +251,7 @@ def combine(left: np.ndarray, left_attrs: Sequence[int], table: np.ndarray, view
 def link(tables: Mapping[int, np.ndarray], views: Sequence[View], chain: Sequence[int], sizes: Sequence[int],
          rng: np.random.Generator, references: Mapping[int, tuple[np.ndarray, View]] | None = None
          ) -> tuple[np.ndarray, int]:
-    """Link the normalized chain views ``b_1 → c_1 → b_2 → …`` into full records (spec §8).
+    """Link the normalized chain views ``b_1 → c_1 → b_2 → …`` into full records (paper §IV-F).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""S4 — post-processing of the noisy view tables (DPView spec §7).
+"""S4 — post-processing of the noisy view tables (DPView paper §IV-E).
 
 Everything here reads only the noisy tables and public sizes, so it is
 post-processing (no budget).  Tables are dense ndarrays whose axes follow
@@ -8,14 +8,14 @@ reductions and broadcasting; non-negativity and integralization are
 vectorised over cells (no Python loop over cells or records).
 
 * :func:`consistency` — one ascending pass of inverse-variance weighted
-  consistency over the intersection closure of the views (§7.1);
-* :func:`nonnegativity` — the paper's iterative non-negativity (§7.2);
+  consistency over the intersection closure of the views (§IV-E1);
+* :func:`nonnegativity` — the paper's iterative non-negativity (§IV-E2);
 * :func:`con_neg_loop` — the two alternated until the consistent tables'
-  negative mass is below a tolerance (§7.3);
+  negative mass is below a tolerance (§IV-E2);
 * :func:`integralize` / :func:`integralize_rows` — largest remainder
-  rounding to an integer total, per group (§7.5);
+  rounding to an integer total, per group (§IV-E3);
 * :func:`normalize` — consistency-aware normalization from the most
-  concentrated view along the chain (§7.6).
+  concentrated view along the chain (§IV-E3).
 """
 from __future__ import annotations
 
@@ -60,10 +60,12 @@ def project(table: np.ndarray, view: View, subset) -> np.ndarray:
 
 
 def intersection_closure(views: Sequence[View]) -> list[View]:
-    """Every attribute set shared by two or more views, closed under intersection, plus ``()`` (§7.1, A11).
+    """Every attribute set shared by two or more views, closed under intersection, plus ``()``.
 
     Sorted by size (``()`` first, ties in a fixed order): one consistency pass
     in this order makes every pair of views agree on its whole intersection.
+    The paper (§IV-E1) does not say which view groups are made consistent, or
+    in which order (``doc/deviations.md``, "Order of consistency steps").
 
     Examples
     --------
@@ -118,7 +120,7 @@ def _apply(tables: list[np.ndarray], steps: list[_Step]) -> None:
 
 def consistency(tables: Sequence[np.ndarray], views: Sequence[View], sizes: Sequence[int], shares,
                 weights: str = "optimal") -> list[np.ndarray]:
-    """One ascending pass of weighted consistency (spec §7.1); returns new tables.
+    """One ascending pass of weighted consistency (paper §IV-E1); returns new tables.
 
     For every attribute set ``A`` of :func:`intersection_closure` (smallest
     first) shared by views ``I``: ``T_A = Σ_{i∈I} w_i π_i`` with ``π_i`` the
@@ -162,7 +164,7 @@ def consistency_gap(tables: Sequence[np.ndarray], views: Sequence[View]) -> floa
 
 
 def nonnegativity(table: np.ndarray) -> tuple[np.ndarray, int]:
-    """The paper's iterative non-negativity (spec §7.2); returns the table and the number of iterations.
+    """The paper's iterative non-negativity (§IV-E2); returns the table and the number of iterations.
 
     Repeatedly: ``q`` = the sum of the non-positive cells, which are set to
     0, and ``q/o`` is added to each of the ``o`` positive cells.  The total is
@@ -209,7 +211,7 @@ def nonnegativity(table: np.ndarray) -> tuple[np.ndarray, int]:
 def con_neg_loop(tables: Sequence[np.ndarray], views: Sequence[View], sizes: Sequence[int], shares,
                  max_iter: int = 100, tol: float = 0.0, weights: str = "optimal"
                  ) -> tuple[list[np.ndarray], int, bool]:
-    """Consistency and non-negativity alternated to convergence (spec §7.3, A14).
+    """Consistency and non-negativity alternated to convergence (paper §IV-E2).
 
     Each iteration runs one :func:`consistency` pass and stops when the
     consistent tables' negative mass ``Σ_v Σ_c max(−T_v(c), 0)`` is at most
@@ -222,11 +224,10 @@ def con_neg_loop(tables: Sequence[np.ndarray], views: Sequence[View], sizes: Seq
     Why a mass criterion: alternating the two projections converges only
     asymptotically, and each consistency pass spreads its corrections over
     millions of empty cells, leaving tiny negatives in most of them long after
-    the tables stopped changing visibly (the spec's per-cell ``min >= −1e-9·n̂``
-    needs about twice the iterations of this rule on 10-bin Adult; on the
-    bundled 85-100-bin Adult at ε = 1 this rule takes about 1000 iterations
-    and the per-cell one more).  The negative mass bounds what the final
-    clipping can move: at most ``tol`` over all views, in L1.
+    the tables stopped changing visibly; a per-cell criterion would keep
+    iterating for them.  The negative mass bounds what the final clipping can
+    move: at most ``tol`` over all views, in L1.  The paper gives no
+    criterion (``doc/deviations.md``, "When the consistency loop stops").
 
     Returns
     -------
@@ -294,14 +295,15 @@ def _round_groups(floors: np.ndarray, remainders: np.ndarray, groups: np.ndarray
 
 
 def integralize_rows(values: np.ndarray, targets: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Largest-remainder rounding of every row of ``values`` to the integer ``targets`` (spec §7.5, §7.6(d)).
+    """Largest-remainder rounding of every row of ``values`` to the integer ``targets`` (paper §IV-E3).
 
-    Each row is first rescaled to sum to its target (A16), then floored; the
+    Each row is first rescaled to sum to its target, then floored; the
     deficit goes to the cells with the largest fractional parts (ties at
     random).  A row with target 0 becomes 0; a row with target > 0 but no
-    mass gets its target drawn uniformly over its cells (multinomial, A21).
+    mass gets its target drawn uniformly over its cells (multinomial).
     Every output row sums exactly to its target, and every cell is within 1
-    of the rescaled input.
+    of the rescaled input.  (``doc/deviations.md``: "Rescaling before
+    integralization", "Propagating normalization".)
 
     Parameters
     ----------
@@ -347,7 +349,7 @@ def integralize_rows(values: np.ndarray, targets: np.ndarray, rng: np.random.Gen
 
 
 def integralize(values: np.ndarray, total: int, rng: np.random.Generator) -> np.ndarray:
-    """Largest-remainder rounding of a whole table to the integer ``total`` (spec §7.5).
+    """Largest-remainder rounding of a whole table to the integer ``total`` (paper §IV-E3).
 
     Examples
     --------
@@ -363,7 +365,7 @@ def integralize(values: np.ndarray, total: int, rng: np.random.Generator) -> np.
 
 # -- consistency-aware normalization ---------------------------------------------------------------------
 def concentration(table: np.ndarray, rho: float) -> float:
-    """Degree of concentration ``G(v) = Σ_{c: T(c) > ρ} T(c)`` (spec §7.6(a)).
+    """Degree of concentration ``G(v) = Σ_{c: T(c) > ρ} T(c)`` (paper §IV-E3).
 
     Examples
     --------
@@ -377,11 +379,13 @@ def concentration(table: np.ndarray, rho: float) -> float:
 
 def propagate(parent: np.ndarray, parent_view: View, table: np.ndarray, view: View,
               rng: np.random.Generator) -> np.ndarray:
-    """Normalize ``table`` conditioned on the integer ``parent`` table (spec §7.6(d), A19–A21).
+    """Normalize ``table`` conditioned on the integer ``parent`` table (paper §IV-E3).
 
     With ``A`` the shared attributes, each ``A``-group ``α`` of ``table`` is
     rescaled to the parent's count ``N_parent(A = α)`` and integralized within
-    the group, so the result's projection onto ``A`` equals the parent's exactly.
+    the group, so the result's projection onto ``A`` equals the parent's
+    exactly.  This reads the paper's garbled formula (``doc/deviations.md``,
+    "Propagating normalization").
     """
     common = tuple(sorted(set(parent_view) & set(view)))
     targets = np.rint(project(parent, parent_view, common)).astype(np.int64).reshape(-1)
@@ -394,7 +398,7 @@ def propagate(parent: np.ndarray, parent_view: View, table: np.ndarray, view: Vi
 
 def normalize(tables: Sequence[np.ndarray], views: Sequence[View], chain: Sequence[int], total: int,
               rhos: Sequence[float], rng: np.random.Generator) -> tuple[dict[int, np.ndarray], int]:
-    """Consistency-aware normalization of the chain views to integer tables summing to ``total`` (§7.6).
+    """Consistency-aware normalization of the chain views to integer tables summing to ``total`` (paper §IV-E3).
 
     Starts from the chain view with the largest :func:`concentration` (its
     noise threshold ``rhos[i]``; ties: the first in the chain), integralizes

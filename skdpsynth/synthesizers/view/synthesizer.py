@@ -1,18 +1,18 @@
 """ViewSynthesizer: DPView and DPView+ (Lin, Yu & Huang), pure ε-DP synthesis by linking views.
 
-The pipeline, with the sections of the implementation spec (``dpview.md``):
+The pipeline, with the steps and sections of the paper (§IV, Fig. 1):
 
-* S1 (§4) — categorical codes over a public domain: done by the base class
+* S1 (§IV-B) — categorical codes over a public domain: done by the base class
   (numeric columns are bucketized beforehand, e.g. by
   :class:`~skdpsynth.preprocessing.DPKBinsDiscretizer` with public bounds in a
   :class:`~skdpsynth.pipeline.SynthesisPipeline`);
-* S2 (§5) — views from public domain sizes only (:mod:`.views`);
-* S3 (§6) — one Laplace measurement per view with budget ``P_i ε``,
+* S2 (§IV-C) — views from public domain sizes only (:mod:`.views`);
+* S3 (§IV-D) — one Laplace measurement per view with budget ``P_i ε``,
   ``P_i ∝ dom(v_i)^{1/3}`` (:mod:`.allocation`): the only data access;
-* S4 (§7) — consistency / non-negativity loop, record count ``n̂``
+* S4 (§IV-E) — consistency / non-negativity loop, record count ``n̂``
   (:mod:`.postprocess`); consistency-aware normalization runs at sampling
   time, for the requested number of records;
-* S5 (§8) — linking ``b_1 → c_1 → b_2 → …`` (:mod:`.linking`).
+* S5 (§IV-F, §IV-G) — linking ``b_1 → c_1 → b_2 → …`` (:mod:`.linking`).
 """
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ class ViewModel:
     rhos: np.ndarray
 
     def synthesize(self, n: int, rng: np.random.Generator, return_tables: bool = False):
-        """``n`` records (codes) by normalization (§7.6) and linking (§8); post-processing only.
+        """``n`` records (codes) by normalization (§IV-E3) and linking (§IV-F); post-processing only.
 
         Returns ``(codes, n_unmatched)``, plus the normalized integer tables of
         the chain views (``{view index: table}``) when ``return_tables``.
@@ -88,7 +88,7 @@ class ViewModel:
             return (empty, 0, zeros) if return_tables else (empty, 0)
         normalized, _ = normalize(self.tables, views, chain, n, self.rhos, rng)
         first_upper = len(plan.base) + len(plan.cross)
-        # DPView+: u_i is the reference when b_{i+1} is linked (§8).
+        # DPView+: u_i is the reference when b_{i+1} is linked (§IV-G).
         references = {i + 1: (integer_reference(self.tables[first_upper + i], n, rng), views[first_upper + i])
                       for i in range(len(plan.upper))}
         codes, lost = link(normalized, views, chain, sizes, rng, references)
@@ -97,7 +97,7 @@ class ViewModel:
 
 def measure_views(codes: np.ndarray, domain: Domain, views, epsilons, rng: np.random.Generator,
                   ledger: PrivacyLedger, kinds=None) -> list[np.ndarray]:
-    """S3: each view's full contingency table plus ``Lap(1/ε_i)`` noise on every cell (spec §6.3).
+    """S3: each view's full contingency table plus ``Lap(1/ε_i)`` noise on every cell (paper §IV-D).
 
     Under add/remove-one neighbours one record changes one cell of each table by
     1, so each table has L1 sensitivity 1 and view ``i`` is ``ε_i``-DP; the
@@ -202,14 +202,13 @@ class ViewSynthesizer(BaseSynthesizer):
     consistency_weights : {"optimal", "uniform"}, default="optimal"
         Inverse-variance weights (the paper), or equal weights (ablation).
     max_postprocess_iter : int, default=100
-        Cap on the consistency / non-negativity iterations (the spec's value).
+        Cap on the consistency / non-negativity iterations.
     postprocess_tol : float, default=1e-3
         The loop stops when the negative mass left by a consistency pass is at
         most ``postprocess_tol · n̂``.  Whatever is left at the cap is set to 0
         by normalization, which rescales every group anyway; reaching the cap
-        is therefore not an error (no warning; see ``postprocess_converged_``).
-        On Adult (10 bins, 3 seeds) 100 and 1000 iterations gave the same
-        1/2-way TVD to within 0.002 at ε = 0.1 and ε = 1.
+        is therefore not an error (no warning; see ``postprocess_converged_``,
+        and ``doc/deviations.md``, "When the consistency loop stops").
     gamma : float, default=0.95
         Confidence of the noise bound ``ρ_i = −ln(1−γ)/(P_i ε)`` that picks the
         most concentrated view to start normalization from.
@@ -226,7 +225,7 @@ class ViewSynthesizer(BaseSynthesizer):
     base_views_, cross_views_, upper_views_ : list of tuple of str
         The views (column names).
     view_type_ : {"I", "II", "III", "flat"}
-        The case of spec §5.2.
+        The case of the paper's §IV-C2 (Types I–III); ``"flat"``: ``m <= d``, a single view.
     view_size_ : int
         The view size used (the chosen one for ``"auto"``).
     view_plan_ : ViewPlan
@@ -336,7 +335,7 @@ class ViewSynthesizer(BaseSynthesizer):
         upper = self.variant == "dpview+"
         eps_views = epsilon
 
-        # §5.7: "auto" needs n, which is private: a public hint, or a Laplace count paid for here.
+        # §IV-C7: "auto" needs n, which is private: a public hint, or a Laplace count paid for here.
         if self.view_size == "auto":
             if self.n_public is not None:
                 n_hint = float(self.n_public)
@@ -351,7 +350,7 @@ class ViewSynthesizer(BaseSynthesizer):
         else:
             d = int(self.view_size)
 
-        # S2 (§5): views from the public sizes only.
+        # S2 (§IV-C): views from the public sizes only.
         plan = view_list_generation(d, sizes, self.n_search, view_rng, upper=upper)
         view_sizes = np.array([view_domain_size(v, sizes) for v in plan.views], dtype=np.float64)
         if view_sizes.max() > self.max_view_cells:
@@ -361,12 +360,12 @@ class ViewSynthesizer(BaseSynthesizer):
                 f"max_view_cells={self.max_view_cells:,}. Use a smaller view_size, coarser bins, or raise max_view_cells.")
         self._log(f"{len(plan.views)} views (type {plan.view_type}, d={d}), {int(view_sizes.sum()):,} cells in all")
 
-        # S3 (§6): optimal shares, one Laplace release per view.
+        # S3 (§IV-D): optimal shares, one Laplace release per view.
         shares = budget_shares(view_sizes, self.budget_allocation)
         epsilons = np.array(_split_budget(eps_views, shares))
         noisy = measure_views(codes, domain, plan.views, epsilons, noise_rng, ledger, plan.kinds)
 
-        # §7.4: n̂ from the noisy totals (never from len(X)).
+        # §V-A: n̂ from the noisy totals (never from len(X)).
         totals = np.array([t.sum() for t in noisy])
         if self.n_estimator == "mean":
             n_hat = float(totals.mean())
@@ -375,15 +374,15 @@ class ViewSynthesizer(BaseSynthesizer):
             n_hat = float(np.sum(precision * totals) / precision.sum())
         n_hat = max(1, int(round(n_hat)))
 
-        # S4 (§7.1–7.3): consistency and non-negativity in alternation.
+        # S4 (§IV-E1, §IV-E2): consistency and non-negativity in alternation.
         tables, n_iter, converged = con_neg_loop(noisy, plan.views, sizes, shares, self.max_postprocess_iter,
                                                  tol=self.postprocess_tol * n_hat, weights=self.consistency_weights)
         del noisy
-        # The loop ends on a consistency pass: every pair of views agrees on its intersection (§7.1).
+        # The loop ends on a consistency pass: every pair of views agrees on its intersection.
         gap = consistency_gap(tables, plan.views)
         if gap > 1e-9 * max(n_hat, float(np.abs(totals).max())):  # pragma: no cover - invariant
             raise RuntimeError(f"consistency failed (gap {gap:.3g}); please report this bug.")
-        rhos = -math.log(1.0 - self.gamma) / epsilons  # §7.6(a), A17: each view's own noise scale
+        rhos = -math.log(1.0 - self.gamma) / epsilons  # §IV-E3, per-view noise scale (doc/deviations.md)
         chain = plan.chain
         start = chain[int(np.argmax([concentration(tables[i], rhos[i]) for i in chain]))]
 

@@ -1,4 +1,4 @@
-"""S2 — view list generation from public domain sizes only (DPView spec §5).
+"""S2 — view list generation from public domain sizes only (DPView paper §IV-C).
 
 Every function here is a pure function of the attribute domain sizes ``s``
 (public metadata), the view size ``d`` and a random generator: no data is
@@ -48,7 +48,7 @@ def view_domain_size(view, sizes: Sequence[int]) -> int:
 
 @dataclass(frozen=True)
 class ViewPlan:
-    """The views DPView measures, all chosen from public domain sizes (spec §5).
+    """The views DPView measures, all chosen from public domain sizes (paper §IV-C).
 
     Attributes
     ----------
@@ -57,7 +57,7 @@ class ViewPlan:
         ``b_{i+1}``) and, for DPView+, upper cross views ``u_i``; each view a
         sorted tuple of attribute positions.
     view_type : {"I", "II", "III", "flat"}
-        §5.2: ``d`` divides ``m`` (I); the short last base view has more (II)
+        §IV-C2: ``d`` divides ``m`` (I); the short last base view has more (II)
         or at most (III, compensated) ``d/2`` attributes; ``m <= d`` (flat:
         one view, no cross views).
     total_size : int
@@ -105,10 +105,11 @@ class ViewPlan:
 
 
 def view_chain(n_base: int, n_cross: int) -> tuple[int, ...]:
-    """Linking / normalization order over ``base + cross`` indices (spec §7.6(c), §8, A22).
+    """Linking / normalization order over ``base + cross`` indices (paper §IV-E3, §IV-F).
 
     ``b_1, c_1, b_2, c_2, …, b_{n_cross+1}`` then, for Type III, ``b_kB``
-    (adjacent to ``b_{kB-1}`` through the compensation attributes).
+    (adjacent to ``b_{kB-1}`` through the compensation attributes).  The paper's
+    "for i = 1, …, d − 1" means this chain (``doc/deviations.md``, "The linking chain").
 
     Examples
     --------
@@ -132,10 +133,12 @@ def _by_size(view, sizes, largest: bool) -> list[int]:
 
 
 def base_view_generation(d: int, sizes: Sequence[int], rng: np.random.Generator) -> tuple[list[list[int]], str, tuple[int, ...]]:
-    """Algorithm 1 (BVG) with the Type-III compensation (spec §5.3, A3–A5).
+    """Algorithm 1 (BVG) with the Type-III compensation (paper §IV-C2, §IV-C4).
 
     Returns the base views (attribute lists in random order), the case
     (``"I"``, ``"II"``, ``"III"`` or ``"flat"``) and the compensation attributes.
+    The sort key and the Type-III reading are ours (``doc/deviations.md``: "Base-view
+    sort key", "The short base view stays last", "Type-III compensation").
 
     Examples
     --------
@@ -160,11 +163,11 @@ def base_view_generation(d: int, sizes: Sequence[int], rng: np.random.Generator)
     h = d // 2
 
     def key(b):
-        # A3: product of the ⌊d/2⌋ largest sizes, then the sorted sizes lexicographically.
+        # Product of the ⌊d/2⌋ largest sizes, then the sorted sizes lexicographically.
         top = sorted((sizes[a] for a in b), reverse=True)
         return (math.prod(top[:h]), top)
 
-    # A4: only the full views are sorted (stable: ties keep the permutation order); the short one stays last.
+    # Only the full views are sorted (stable: ties keep the permutation order); the short one stays last.
     full.sort(key=key, reverse=True)
     if last is None:
         return full, "I", ()
@@ -176,7 +179,7 @@ def base_view_generation(d: int, sizes: Sequence[int], rng: np.random.Generator)
 
 
 def cross_view_generation(d: int, sizes: Sequence[int], base: Sequence[Sequence[int]], view_type: str) -> list[list[int]]:
-    """Algorithm 2 (CVG), the normative both-parities version of spec §5.4.
+    """Algorithm 2 (CVG, paper §IV-C5), with the Type-III rule applied for both parities.
 
     ``c_i`` = the ``⌊d/2⌋`` largest-domain attributes of ``b_i`` plus the
     ``⌊d/2⌋`` smallest of ``b_{i+1}`` (high-to-low); for odd ``d`` one more
@@ -187,7 +190,7 @@ def cross_view_generation(d: int, sizes: Sequence[int], base: Sequence[Sequence[
 
     Examples
     --------
-    The deterministic example of spec §13.8 (``a1..a6`` = positions 0..5):
+    A deterministic example (``a1..a6`` = positions 0..5):
 
     >>> sizes = [10, 2, 8, 3, 5, 4]
     >>> cross_view_generation(3, sizes, [[0, 1, 3], [2, 4, 5]], "I")
@@ -214,7 +217,7 @@ def cross_view_generation(d: int, sizes: Sequence[int], base: Sequence[Sequence[
 
 
 def upper_cross_views(base: Sequence[Sequence[int]], cross: Sequence[Sequence[int]]) -> list[list[int]]:
-    """Definition 8: ``u_i = (b_i ∪ b_{i+1}) \\ c_i`` for every cross view ``c_i`` (spec §5.6).
+    """Definition 8: ``u_i = (b_i ∪ b_{i+1}) \\ c_i`` for every cross view ``c_i`` (paper §IV-G).
 
     Type III's last pair has no cross view, so no upper view ("vacant").
 
@@ -231,17 +234,18 @@ def _candidate(d, sizes, rng):
     cross = cross_view_generation(d, sizes, base, kind)
     dom_b = [view_domain_size(b, sizes) for b in base]
     dom_c = [view_domain_size(c, sizes) for c in cross]
-    feasible = all(dc <= max(dom_b) for dc in dom_c)  # A7: the flag is reset for every run
+    feasible = all(dc <= max(dom_b) for dc in dom_c)  # Algorithm 3's flag, reset for every run
     return base, cross, kind, extra, sum(dom_b) + sum(dom_c), feasible
 
 
 def view_list_generation(d: int, sizes: Sequence[int], n_search: int, rng: np.random.Generator,
                          upper: bool = False) -> ViewPlan:
-    """Algorithm 3 (VLG): ``n_search`` random BVG+CVG candidates, keep the smallest ``D`` (spec §5.5).
+    """Algorithm 3 (VLG): ``n_search`` random BVG+CVG candidates, keep the smallest ``D`` (paper §IV-C6).
 
     A candidate is rejected when a cross view has a larger domain than the
     largest base view.  If every candidate is rejected, the smallest-``D``
-    rejected one is returned with a warning (A7).  ``upper=True`` adds the
+    rejected one is returned with a warning (``doc/deviations.md``, "When no view
+    list passes the filter").  ``upper=True`` adds the
     DPView+ upper cross views to the winner (they are not part of ``D``).
 
     Parameters
@@ -297,7 +301,7 @@ def view_list_generation(d: int, sizes: Sequence[int], n_search: int, rng: np.ra
 
 
 def count_views(m: int, d: int, upper: bool = False) -> int:
-    """Number of views (base + cross, + upper for DPView+) for ``m`` attributes and view size ``d`` (§5.2, §5.6).
+    """Number of views (base + cross, + upper for DPView+) for ``m`` attributes and view size ``d`` (§IV-C2, §IV-G).
 
     Examples
     --------
@@ -337,7 +341,7 @@ def _gaussian_mass_above(n_axis: int, d: int, threshold: float) -> float:
 
 def auto_view_size(sizes: Sequence[int], epsilon: float, n: float, upper: bool = False, gamma: float = 0.95,
                    tau: float = 0.5, max_size: int = 8) -> int:
-    """Our reading of the paper's guideline for the view size ``d`` (spec §5.7, A9); needs a record count ``n``.
+    """Our reading of the paper's guideline for the view size ``d`` (§IV-C7); needs a record count ``n``.
 
     For each ``d`` in ``2 .. min(m, max_size)``: with ``k(d)`` views sharing ε
     evenly, Laplace noise stays within ``ρ = −ln(1−γ)·k(d)/ε`` with probability
@@ -345,10 +349,11 @@ def auto_view_size(sizes: Sequence[int], epsilon: float, n: float, upper: bool =
     ``L^d`` cells (``L`` = the geometric-mean attribute domain size); ``mass(d)``
     is the probability of the cells whose expected count ``n·p(c)`` exceeds ``ρ``.
     The largest ``d`` with ``mass(d) >= tau`` is returned; if none passes,
-    2 (even the smallest views are mostly noise, so keep them small; the
-    spec's fallback 5 would give small data the largest views).  The paper's
-    printed formula has a sign error and an undefined threshold; ``γ = 0.95``,
-    ``τ = 0.5`` and the grid model are ours.
+    2 (even the smallest views are mostly noise, so keep them small; falling
+    back to the default 5 would give small data the largest views).  The
+    paper's printed formula has a sign error and an undefined threshold;
+    ``γ = 0.95``, ``τ = 0.5`` and the grid model are ours (``doc/deviations.md``,
+    "Automatic view size").
 
     ``n`` is private: pass a public value, or a differentially private estimate
     whose cost is accounted for (as :class:`ViewSynthesizer` does).
