@@ -252,7 +252,7 @@ class Federation:
 
     def measure(self, attrs: Sequence[str], rho: float, *, protocol: str = "secure_sum", n_repeats: int = 1,
                 shortcut: bool = True) -> MeasurementReply:
-        """``DMM(r, ρ')``: every slice's involved parties answer with noisy values (spec §3.2).
+        """``DMM(r, ρ')``: every slice's involved parties answer with noisy values (paper §4.1, Algorithm 1).
 
         Parameters
         ----------

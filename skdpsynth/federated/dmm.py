@@ -1,7 +1,7 @@
 """Distributed marginal measurement (DMM): the budget split and the noise it implies.
 
-RandDPGen's measurement of a marginal ``r`` on hybrid-partitioned data (spec
-§3.2, paper Algorithm 1).  In slice ``i`` the parties holding attributes of
+RandDPGen's measurement of a marginal ``r`` on hybrid-partitioned data (paper
+§4.1, Algorithm 1).  In slice ``i`` the parties holding attributes of
 ``r`` are ``J_i(r)``; party ``j`` holds ``A_ij = Attr_ij ∩ r`` and gets the
 share ``ρ_ij = |A_ij| / |r| · ρ'`` of the call's budget ``ρ'`` (sequential
 composition inside a slice: the parties see the same people; parallel
@@ -23,22 +23,25 @@ Two protocols turn the parties' answers into a noisy count vector:
     variance ``V_A = Σ_i Σ_{j∈J_i} 1/(2 e ρ_ij)`` — public; exact up to the
     discrete Gaussian's variance being below its σ² (by a relative 2e-7 at
     σ² = 1, see :func:`~skdpsynth.privacy.samplers.discrete_gaussian`), so
-    it is a tight upper bound.
+    it is a tight upper bound.  Why this reading of the paper is the default:
+    ``doc/deviations.md``, "Noise-share counts (protocol A)".
 ``"indicator"`` (protocol B, the paper's text read literally)
     Each involved party releases its per-record one-hot matrix over ``A_ij``
     plus continuous ``N(0, 1/(2 e ρ_ij))`` noise on every entry; the curator
     multiplies the matrices record by record and sums.  Unbiased but not Gaussian, and
     its variance grows with the slice size ``R_i``; the mean per-cell
     variance ``V̄_B = (1/n_r) Σ_i R_i (∏_j (1 + n_{A_ij} σ_ij²) − 1)`` is
-    public (the ID roster, hence ``R_i``, is public: spec G3).  With the
-    single-party shortcut a party holding all of ``r`` in its slice releases
-    its noisy marginal instead (variance ``1/(2 e ρ')`` per cell).
+    public (the ID roster, hence ``R_i``, is public: ``doc/deviations.md``,
+    "Public ID roster").  With the single-party shortcut a party holding all
+    of ``r`` in its slice releases its noisy marginal instead (variance
+    ``1/(2 e ρ')`` per cell).
 
-``e`` is the number of repeats of the paper's IDMM (``n_repeats``): averaging
+``e`` is the number of repeats of the paper's IDMM (App. D, Algorithm 5;
+``n_repeats``; ``doc/deviations.md``, "Honest IDMM accounting"): averaging
 ``e`` draws is one draw with variance divided by ``e`` and costs ``e`` times
 the zCDP.  ``paper_bound_variance`` is Theorem 4.1's ``K S² / (2 e ρ')``,
-which is *not* a bound when ``|r| > S`` (spec §3.3); :func:`exceeds_paper_bound`
-detects that case.
+which is *not* a bound when ``|r| > S`` (``doc/deviations.md``, "The paper's
+variance bound can fail"); :func:`exceeds_paper_bound` detects that case.
 
 Everything here reads public metadata only (the partition and the domain).
 """
@@ -91,7 +94,7 @@ class PartyShare:
 
 
 def split_budget(partition, domain: Domain, attrs: Sequence[str], rho: float) -> list[list[PartyShare]]:
-    """Per slice, the involved parties and their shares ``ρ_ij = |A_ij| / |r| · ρ`` (spec §3.2.1).
+    """Per slice, the involved parties and their shares ``ρ_ij = |A_ij| / |r| · ρ`` (Algorithm 1, line 6).
 
     Parameters
     ----------
@@ -150,7 +153,7 @@ def secure_sum_variance(shares: list[list[PartyShare]], n_repeats: int = 1) -> f
 
 def indicator_variance(shares: list[list[PartyShare]], domain: Domain, n_repeats: int = 1,
                        shortcut: bool = True) -> float:
-    """Mean per-cell variance of protocol B, ``V̄_B`` (spec §3.2.3); with ``shortcut``, single-party
+    """Mean per-cell variance of protocol B, ``V̄_B``; with ``shortcut``, single-party
     slices release a noisy marginal (variance ``1 / (2 e ρ')`` per cell).
 
     Examples
@@ -213,7 +216,9 @@ def measurement_variance(partition, domain: Domain, attrs: Sequence[str], rho: f
 
 
 def exceeds_paper_bound(partition, domain: Domain, attrs: Sequence[str]) -> bool:
-    """Whether protocol A's exact variance exceeds Theorem 4.1's ``K S² / (2ρ)`` for ``r`` (spec G35).
+    """Whether protocol A's exact variance exceeds Theorem 4.1's ``K S² / (2ρ)`` for ``r``.
+
+    See ``doc/deviations.md``, "The paper's variance bound can fail".
 
     Examples
     --------

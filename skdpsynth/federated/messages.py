@@ -159,7 +159,7 @@ def combine(reply: MeasurementReply, domain: Domain) -> tuple[np.ndarray, float]
         Flat over ``reply.attrs`` in domain order; unbiased for the true counts.
     variance : float
         Per-cell variance (exact for protocol A; the mean over cells for
-        protocol B, spec §3.2.3).
+        protocol B).
 
     Examples
     --------

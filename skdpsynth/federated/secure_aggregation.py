@@ -1,6 +1,7 @@
 """Pairwise-mask secure aggregation (Bonawitz et al. 2017, without dropout recovery).
 
-Protocol A of RandDPGen (``shared/specs/hybrid.md`` §3.2.2) needs the curator to
+Protocol A of RandDPGen's distributed marginal measurement (paper §4.1, Algorithm 1;
+``doc/deviations.md``, "Noise-share counts (protocol A)") needs the curator to
 learn only ``Σ_j v_j``, the sum of the involved parties' noisy vectors, and
 none of the ``v_j``.  This module is that primitive; :class:`~skdpsynth.federated.Federation`
 uses it with ``secure_computation="cryptographic"`` (with
@@ -712,8 +713,9 @@ def share_group_secret(parties: Sequence[SecureAggregationParty], *, purpose, se
     (from the OS unless ``secret`` is given) and seals it for every other
     party under their pairwise key for ``purpose``; the curator relays the
     sealed boxes; each party opens its own.  This is how VertiMRF's parties
-    agree on their sketch key (§5.4): from the X25519 key agreement, never
-    visible to the curator.
+    agree on the secret their sketch keys derive from (the paper leaves the
+    method open, KDD'24 §4.2; ``doc/deviations.md``, "Keyed sketch hashes"):
+    from the X25519 key agreement, never visible to the curator.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""PPSyn: partition-based differentially private synthetic data (Zhang, Deng & Yin), spec ``partition.md``.
+"""PPSyn: partition-based differentially private synthetic data (Zhang, Deng & Yin).
 
 * :mod:`.partitioning` — Algorithms 3 and 4 (merge / split sequences of a marginal's cells), the required budget
   ``|P|² / (π (η·Contr − RE)²)``, termination, the strict utility and the uniform estimate;

@@ -1,13 +1,15 @@
-"""PartSele (spec §5, Algorithm 2) in its two forms, and the partition sequences it scores.
+"""PartSele (paper §4.2.1, Algorithm 2) in its two forms, and the partition sequences it scores.
 
-* :class:`SequenceCache` keeps each candidate's merge/split sequence (spec §9) and extends a capped sequence
-  only when the answer needs more steps, so the result equals the one on the full sequence;
+* :class:`SequenceCache` keeps each candidate's merge/split sequence (the paper's precomputation, §4.2.2) and
+  extends a capped sequence only when the answer needs more steps, so the result equals the one on the full
+  sequence;
 * :func:`contributions` — ``Contr_w = ‖M_w(D) − M_w(p̂)‖₁`` (sensitivity 1 under add/remove: ``p̂`` depends only
   on earlier releases);
-* :func:`paper_scores` — the paper's ``Contr_w / ρ_w`` (unbounded sensitivity: not DP, spec G3);
-* :func:`strict_options` — spec §16 S1-S3 as built here: (marginal, partition) pairs of the public sequences,
-  each scored by the gain ``G − r − k·c`` (sensitivity 1) or the spec's ``max(η G − r, 0) / k^{2/3}``
-  (sensitivity ≤ η), with ``G`` the deviation its group sums capture.
+* :func:`paper_scores` — the paper's ``Contr_w / ρ_w`` (unbounded sensitivity: not DP; ``doc/deviations.md``,
+  "PartSele is not differentially private");
+* :func:`strict_options` — strict mode's options (``doc/deviations.md``, "Strict mode"): (marginal, partition)
+  pairs of the public sequences, each scored by the gain ``G − r − k·c`` (sensitivity 1) or the efficiency
+  ``max(η G − r, 0) / k^{2/3}`` (sensitivity ≤ η), with ``G`` the deviation its group sums capture.
 
 The exponential mechanism, the noisy contribution and the partitioned measurement themselves are the package's
 mechanisms (:mod:`skdpsynth.privacy`), called by the synthesizer.
@@ -34,7 +36,7 @@ class SequenceCache:
     Parameters
     ----------
     split_rule : {"max_re_interval", "global"}
-        Algorithm 4's choice of rectangle (spec A12).
+        Algorithm 4's choice of rectangle (``doc/deviations.md``, "Choosing the rectangle to split").
     max_steps : int or None
         The user's cap on a split sequence (``max_partition_steps``); None: up to single cells.
     refresh : float
@@ -237,12 +239,13 @@ def strict_options(cache: SequenceCache, candidates: list[Clique], proxies: Mapp
                    partitions: bool = True, noise_per_group: float | None = None,
                    sampled_shares: Mapping[Clique, np.ndarray] | None = None, n_samples: int | None = None,
                    total: float | None = None) -> StrictOptions:
-    """Strict PartSele's choices and utilities (spec §16 S1–S3, with the captured contribution).
+    """Strict PartSele's choices and utilities, scored by the captured contribution.
 
     For every candidate ``w``, the public sequence of its proxy marginal is cut at ``k = 1, 2, 4, …`` groups,
     plus single cells.  A partition ``P`` can only correct the part of the deviation ``d_w = M_w(D) − M_w(p̂)``
-    its group sums see, ``G = Σ_I |Σ_{i∈I} d_i|`` (:func:`captured_contribution`); the utility is the spec's
-    ``max(η·G − r, 0) / k^{2/3}`` with ``G`` in place of ``Contr``.  ``r`` is the proxy's reconstruction error when
+    its group sums see, ``G = Σ_I |Σ_{i∈I} d_i|`` (:func:`captured_contribution`); the utility is
+    ``max(η·G − r, 0) / k^{2/3}``, a bounded-sensitivity form of the paper's contribution per unit of budget, with
+    ``G`` in place of ``Contr``.  ``r`` is the proxy's reconstruction error when
     cells are filled uniformly (``uniform``), and 0 when the group sums enter as linear queries (the model keeps
     its own shape inside a group).  ``G`` has sensitivity 1, so every utility has sensitivity ``≤ η``.
 
