@@ -601,101 +601,131 @@ def split_sequence(q: npt.ArrayLike, *, split_rule: str = "max_re_interval",
         raise ValueError(f"max_steps must be a non-negative integer or None, got {max_steps!r}.")
     shape, d, n_cells = q.shape, q.ndim, q.size
     limit = n_cells - 1 if max_steps is None else min(int(max_steps), n_cells - 1)
-    tol = _tie_tol(q)
-    global_rule = split_rule == "global"
-    # Each axis first, the others flattened: q_axis[a][lo:hi, ...] is a rectangle's (extent, rest) view source.
-    perms = [(a,) + tuple(b for b in range(d) if b != a) for a in range(d)]
-    q_axis = [np.ascontiguousarray(q.transpose(p)) for p in perms]
-
-    cap = 2 * limit + 1
-    lo = np.zeros((cap, d), dtype=np.int64)
-    hi = np.zeros((cap, d), dtype=np.int64)
-    hi[0] = shape
-    re = np.zeros(cap)
-    re[0] = _re(q)
-    born = np.zeros(cap, dtype=np.int64)
-    died = np.full(cap, limit + 1, dtype=np.int64)
-    # key[a, i]: what rectangle i competes with on axis a (its RE, or with the global rule its best reduction);
-    # -inf when i is dead or has extent 1 on a.  Per (rectangle, axis): chosen cut (absolute, -1 = not
-    # evaluated) and the REs of the two parts.
-    key = np.full((d, cap), -np.inf)
-    cut = np.full((cap, d), -1, dtype=np.int64)
-    parts = np.zeros((cap, d, 2))
-    pending: list[list[int]] = [[] for _ in range(d)]     # global rule: candidates not evaluated yet
-
-    def evaluate(i: int, a: int) -> float:
-        if re[i] == 0.0:                  # constant block: every cut has reduction 0, take the first
-            cut[i, a] = lo[i, a] + 1
-            return 0.0
-        box = (slice(lo[i, a], hi[i, a]),) + tuple(slice(lo[i, b], hi[i, b]) for b in perms[a][1:])
-        x = q_axis[a][box]
-        re_low, re_high = _cut_profile(x.reshape(x.shape[0], -1))
-        gain = re[i] - re_low - re_high
-        best = gain.max()
-        j = int(np.argmax(gain >= best - tol))
-        cut[i, a] = lo[i, a] + j + 1
-        parts[i, a] = re_low[j], re_high[j]
-        return float(best)
-
-    def add(i: int) -> None:
-        for a, ext in enumerate((hi[i] - lo[i]).tolist()):
-            if ext >= 2:
-                if global_rule:
-                    pending[a].append(i)
-                else:
-                    key[a, i] = re[i]
-
-    add(0)
+    rects = _Rectangles(q, limit, split_rule == "global")
+    re = rects.re
     ops = np.empty((limit, 3), dtype=np.int64)
     errors = np.empty(limit + 1)
     errors[0] = re[0]
     total = _Sum(re[0])
     n_positive = int(re[0] > 0)
-    n_rect, steps, t, idle = 1, 0, 0, 0
+    steps, t, idle = 0, 0, 0
     while steps < limit:
         a = t % d
         t += 1
-        k = key[a, :n_rect]
-        if global_rule:
-            for i in pending[a]:
-                if born[i] <= steps < died[i]:
-                    key[a, i] = evaluate(i, a)
-            pending[a].clear()
-        best = k.max()
-        if best == -np.inf:                  # A12: nothing to split on this axis, next axis
+        i = rects.choose(a, steps)
+        if i is None:                        # A12: nothing to split on this axis, next axis
             idle += 1
             if idle >= d:                    # cannot happen while a rectangle has ≥ 2 cells; safety net
                 break
             continue
         idle = 0
-        if global_rule:
+        steps += 1
+        low, high = rects.split(i, a, steps)
+        ops[steps - 1] = i, a, rects.cut[i, a]
+        total.add(re[low] + re[high] - re[i])
+        n_positive += int(re[low] > 0) + int(re[high] > 0) - int(re[i] > 0)
+        errors[steps] = total.value if n_positive else 0.0
+    n_rect, died = rects.n_rect, rects.died
+    died[died > steps] = steps + 1
+    return PartitionSequence(shape=shape, kind="split", sizes=np.arange(1, steps + 2, dtype=np.int64),
+                             errors=errors[:steps + 1].copy(), _lo=rects.lo[:n_rect].copy(),
+                             _hi=rects.hi[:n_rect].copy(), _born=rects.born[:n_rect].copy(),
+                             _died=died[:n_rect].copy(), _ops=ops[:steps].copy())
+
+
+class _Rectangles:
+    """The rectangles of a split sequence, created in order (the whole grid first, then each split's low and
+    high parts), with their extents, REs, lifetimes and what each competes with on each axis."""
+
+    def __init__(self, q: np.ndarray, limit: int, global_rule: bool):
+        d = q.ndim
+        self.tol = _tie_tol(q)
+        self.global_rule = global_rule
+        # Each axis first, the others flattened: q_axis[a][lo:hi, ...] is a rectangle's (extent, rest) view source.
+        self.perms = [(a,) + tuple(b for b in range(d) if b != a) for a in range(d)]
+        self.q_axis = [np.ascontiguousarray(q.transpose(p)) for p in self.perms]
+        cap = 2 * limit + 1
+        self.lo = np.zeros((cap, d), dtype=np.int64)
+        self.hi = np.zeros((cap, d), dtype=np.int64)
+        self.hi[0] = q.shape
+        self.re = np.zeros(cap)
+        self.re[0] = _re(q)
+        self.born = np.zeros(cap, dtype=np.int64)
+        self.died = np.full(cap, limit + 1, dtype=np.int64)
+        # key[a, i]: what rectangle i competes with on axis a (its RE, or with the global rule its best
+        # reduction); -inf when i is dead or has extent 1 on a.  Per (rectangle, axis): chosen cut (absolute,
+        # -1 = not evaluated) and the REs of the two parts.
+        self.key = np.full((d, cap), -np.inf)
+        self.cut = np.full((cap, d), -1, dtype=np.int64)
+        self.parts = np.zeros((cap, d, 2))
+        self.pending: list[list[int]] = [[] for _ in range(d)]     # global rule: candidates not evaluated yet
+        self.n_rect = 1
+        self.enter(0)
+
+    def evaluate(self, i: int, a: int) -> float:
+        """Rectangle i's best cut on axis a (recorded with its parts' REs) and the RE reduction it makes."""
+        lo, hi, re = self.lo, self.hi, self.re
+        if re[i] == 0.0:                  # constant block: every cut has reduction 0, take the first
+            self.cut[i, a] = lo[i, a] + 1
+            return 0.0
+        box = (slice(lo[i, a], hi[i, a]),) + tuple(slice(lo[i, b], hi[i, b]) for b in self.perms[a][1:])
+        x = self.q_axis[a][box]
+        re_low, re_high = _cut_profile(x.reshape(x.shape[0], -1))
+        gain = re[i] - re_low - re_high
+        best = gain.max()
+        j = int(np.argmax(gain >= best - self.tol))
+        self.cut[i, a] = lo[i, a] + j + 1
+        self.parts[i, a] = re_low[j], re_high[j]
+        return float(best)
+
+    def enter(self, i: int) -> None:
+        """Make rectangle i a candidate on every axis where it has extent ≥ 2."""
+        for a, ext in enumerate((self.hi[i] - self.lo[i]).tolist()):
+            if ext >= 2:
+                if self.global_rule:
+                    self.pending[a].append(i)
+                else:
+                    self.key[a, i] = self.re[i]
+
+    def choose(self, a: int, steps: int) -> int | None:
+        """The rectangle the split rule cuts on axis a after ``steps`` splits, its cut evaluated; None when no
+        rectangle can be cut on a."""
+        key, cut, tol = self.key, self.cut, self.tol
+        k = key[a, :self.n_rect]
+        if self.global_rule:
+            for i in self.pending[a]:
+                if self.born[i] <= steps < self.died[i]:
+                    key[a, i] = self.evaluate(i, a)
+            self.pending[a].clear()
+        best = k.max()
+        if best == -np.inf:
+            return None
+        if self.global_rule:
             tied = np.flatnonzero(k >= best - tol)
             i = int(tied[np.lexsort((tied, cut[tied, a]))[0]]) if tied.size > 1 else int(tied[0])
         else:
             i = int(np.argmax(k >= best - tol))     # highest RE, earliest created
             if cut[i, a] < 0:
-                evaluate(i, a)
-        s = int(cut[i, a])
-        steps += 1
-        low, high = n_rect, n_rect + 1
-        n_rect += 2
+                self.evaluate(i, a)
+        return i
+
+    def split(self, i: int, a: int, step: int) -> tuple[int, int]:
+        """Split ``step``: rectangle i cut on axis a at its chosen cut, replaced by its low and high parts
+        (returned)."""
+        lo, hi = self.lo, self.hi
+        s = int(self.cut[i, a])
+        low, high = self.n_rect, self.n_rect + 1
+        self.n_rect += 2
         lo[low] = lo[high] = lo[i]
         hi[low] = hi[high] = hi[i]
         hi[low, a] = lo[high, a] = s
-        re[low], re[high] = parts[i, a]
-        born[low] = born[high] = steps
-        died[i] = steps
-        key[:, i] = -np.inf
-        add(low)
-        add(high)
-        ops[steps - 1] = i, a, s
-        total.add(re[low] + re[high] - re[i])
-        n_positive += int(re[low] > 0) + int(re[high] > 0) - int(re[i] > 0)
-        errors[steps] = total.value if n_positive else 0.0
-    died[died > steps] = steps + 1
-    return PartitionSequence(shape=shape, kind="split", sizes=np.arange(1, steps + 2, dtype=np.int64),
-                             errors=errors[:steps + 1].copy(), _lo=lo[:n_rect].copy(), _hi=hi[:n_rect].copy(),
-                             _born=born[:n_rect].copy(), _died=died[:n_rect].copy(), _ops=ops[:steps].copy())
+        self.re[low], self.re[high] = self.parts[i, a]
+        self.born[low] = self.born[high] = step
+        self.died[i] = step
+        self.key[:, i] = -np.inf
+        self.enter(low)
+        self.enter(high)
+        return low, high
 
 
 def partition_sequence(q: npt.ArrayLike, *, split_rule: str = "max_re_interval",
