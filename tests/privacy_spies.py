@@ -55,8 +55,9 @@ from typing import Any
 import numpy as np
 
 import skdpsynth
-from skdpsynth.federated import frequency_oracle, parties as parties_module, sketches
-from skdpsynth.federated.vertical import VerticalParty
+from skdpsynth.federated import parties as parties_module
+from skdpsynth.synthesizers.vertical_mrf import frequency_oracle, sketches
+from skdpsynth.synthesizers.vertical_mrf.party import VerticalParty
 from skdpsynth.preprocessing import discretizer
 from skdpsynth.privacy import ledger as ledger_module, mechanisms, randomness, samplers
 from skdpsynth.privacy.accounting import cdp_rho

@@ -662,12 +662,12 @@ def test_canary_category_is_never_released_across_seeds():
 
 
 def test_audit_dpfm_sketch_encoding():
-    """The VertiMRF sketch release (skdpsynth.federated.sketches.encode): one value's DPFM sketch is ε′-DP.
+    """The VertiMRF sketch release (skdpsynth.synthesizers.vertical_mrf.sketches.encode): one value's DPFM sketch is ε′-DP.
 
     D has 20 records all of value 0, D' adds one record of value 1, so the sketch of value 1 goes from phantoms
     only to phantoms plus one hashed record.  Each of the t runs has its own key and phantoms, so one encode with
     t keys gives t independent releases; a fresh key set per neighbour keeps the two samples independent."""
-    from skdpsynth.federated.sketches import SketchKeys, dpfm_parameters, encode
+    from skdpsynth.synthesizers.vertical_mrf.sketches import SketchKeys, dpfm_parameters, encode
 
     epsilon_prime, gamma = 1.0, 1.0
     assert dpfm_parameters(epsilon_prime, gamma) == (1, 1)

@@ -1,6 +1,6 @@
 """VertiMRF binning/HisRec and the GRR frequency oracle (spec shared/specs/vertimrf.md §5.2, §6.2, §7; T15, T17).
 
-Modules: skdpsynth.federated.binning and skdpsynth.federated.frequency_oracle.
+Modules: skdpsynth.synthesizers.vertical_mrf.binning and skdpsynth.synthesizers.vertical_mrf.frequency_oracle.
 Every statistical tolerance is derived from the exact distribution of the
 statistic; the derivation is stated next to each test.  Seeds are fixed.
 """
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from skdpsynth.federated import binning
-from skdpsynth.federated.binning import (
+from skdpsynth.synthesizers.vertical_mrf import binning
+from skdpsynth.synthesizers.vertical_mrf.binning import (
     binned_size,
     equal_width_bins,
     his_rec,
@@ -21,7 +21,7 @@ from skdpsynth.federated.binning import (
     uniform_value_distributions,
     value_distributions,
 )
-from skdpsynth.federated.frequency_oracle import (
+from skdpsynth.synthesizers.vertical_mrf.frequency_oracle import (
     fo_epsilon_prime,
     fo_marginal,
     fo_theorem1_epsilon,

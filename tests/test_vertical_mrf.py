@@ -18,8 +18,9 @@ from sklearn.base import clone
 
 from skdpsynth import Domain, PrivacyLeakWarning, VerticalMRFSynthesizer
 from skdpsynth.federated import HybridPartition
-from skdpsynth.federated.sketches import derive_sketch_keys
-from skdpsynth.federated.vertical import VerticalMessage, vertical_budget
+from skdpsynth.synthesizers.vertical_mrf.sketches import derive_sketch_keys
+from skdpsynth.synthesizers.vertical_mrf.message import VerticalMessage
+from skdpsynth.synthesizers.vertical_mrf.party import vertical_budget
 from skdpsynth.privacy.randomness import ReproducibleNoiseWarning
 from skdpsynth.synthesizers.vertical_mrf import VerticalServer
 from skdpsynth.synthesizers.vertical_mrf.consistency import enforce_consistency, rake

@@ -2,7 +2,7 @@
 
 * Accounting: Theorem 2 (VertiMRF, KDD'24, §4.2) is a valid bound only up to ε_enc = 8(1 − 1/√2)·ln(1/δ_enc); beyond,
   the charged sketch budget must still bound the RDP conversion of the theorem's proof (App. C.1).
-* Messages: the server validates every field of every party message on receipt (``wire.check_vertical_message``) and
+* Messages: the server validates every field of every party message on receipt (``vertical_mrf.message.check_vertical_message``) and
   names the party, never the value, in its ``MessageError``.
 * Budget split: ``his_rec="uniform"`` releases no value distribution, so its budget share goes to the sketches; a zero
   binning share with a binned column is refused at fit start with a clear message.
@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 
 from skdpsynth import PrivacyLeakWarning, VerticalMRFSynthesizer
-from skdpsynth.federated import sketches as fm
-from skdpsynth.federated.vertical import VerticalMessage, VerticalParty, sketch_epsilon_prime_rdp, vertical_budget
+from skdpsynth.synthesizers.vertical_mrf import sketches as fm
+from skdpsynth.synthesizers.vertical_mrf.message import VerticalMessage
+from skdpsynth.synthesizers.vertical_mrf.party import VerticalParty, sketch_epsilon_prime_rdp, vertical_budget
 from skdpsynth.federated.wire import MessageError
 from skdpsynth.synthesizers.vertical_mrf import VerticalServer
 

@@ -1,4 +1,4 @@
-"""VertiMRF sketch layer (skdpsynth.federated.sketches): spec shared/specs/vertimrf.md §15 T1–T9, T12, T13.
+"""VertiMRF sketch layer (skdpsynth.synthesizers.vertical_mrf.sketches): spec shared/specs/vertimrf.md §15 T1–T9, T12, T13.
 
 Statistical tolerances come from the spec's [D] numbers; where a test uses fewer
 draws than the spec, the reduction and the matching widening are noted in place.
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from skdpsynth.federated.sketches import (
+from skdpsynth.synthesizers.vertical_mrf.sketches import (
     SketchKeys,
     _open_uniform,
     _philox_key,
@@ -91,7 +91,7 @@ def test_t2_same_key_same_hash_across_processes_and_keys_independent():
     keys = derive_sketch_keys(SECRET, 3)
     h = hash_values(keys, 10_000, 1.0)
     digest = hashlib.sha256(h.tobytes()).hexdigest()
-    code = ("import hashlib; from skdpsynth.federated.sketches import hash_values, derive_sketch_keys; "
+    code = ("import hashlib; from skdpsynth.synthesizers.vertical_mrf.sketches import hash_values, derive_sketch_keys; "
             "print(hashlib.sha256(hash_values(derive_sketch_keys(bytes(range(32)), 3), 10000, 1.0).tobytes()).hexdigest())")
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert other == digest  # a second "party" in another process gets the same hashes

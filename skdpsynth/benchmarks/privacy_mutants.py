@@ -153,7 +153,7 @@ _AIM = "skdpsynth/synthesizers/aim.py"
 _HYBRID = "skdpsynth/synthesizers/hybrid.py"
 _PPSYN = "skdpsynth/synthesizers/partition/synthesizer.py"
 _VIEW = "skdpsynth/synthesizers/view/synthesizer.py"
-_VERTICAL = "skdpsynth/federated/vertical.py"
+_VERTICAL = "skdpsynth/synthesizers/vertical_mrf/party.py"
 _KBINS = "skdpsynth/preprocessing/discretizer.py"
 _ENCODER = "skdpsynth/preprocessing/encoder.py"
 _SELECTION = "tests/test_privacy_selection.py"
@@ -368,7 +368,7 @@ CATALOGUE: tuple[Mutant, ...] = (
                         "\"strides\", \"n_cells\"}),\n")]),
     _mutant("vertimrf_value_distribution_sensitivity_half", "VerticalMRFSynthesizer",
             "the value distributions' Laplace counts with sensitivity 0.5 (half the noise for the epsilon charged)",
-            "skdpsynth/federated/binning.py",
+            "skdpsynth/synthesizers/vertical_mrf/binning.py",
             "    noisy = laplace_mechanism(counts, epsilon=epsilon, sensitivity=1.0, random_state=random_state,\n",
             "    noisy = laplace_mechanism(counts, epsilon=epsilon, sensitivity=0.5, random_state=random_state,\n",
             [_RECONCILIATION + "::test_every_draw_of_a_synthesizer_is_charged_once"]),

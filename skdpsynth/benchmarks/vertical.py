@@ -14,7 +14,7 @@ configuration and the parties' serialised messages; then, ``--repeats`` times:
 * **party i**: ``VerticalParty(i, config).run(codes_i, SketchKeys.generate(t))`` (keys made before the clock
   starts), split into the local model (AIM on the party's columns) and the sketch encoding inside it, plus the
   message serialisation;
-* **party i, encoding alone**: :func:`skdpsynth.federated.sketches.encode` on the party's binned codes (the pure
+* **party i, encoding alone**: :func:`skdpsynth.synthesizers.vertical_mrf.sketches.encode` on the party's binned codes (the pure
   LocEnc cost);
 * **server**: ``VerticalServer(config).fit([VerticalMessage.from_bytes(b) for b in messages])`` (CarEst, HisRec,
   GraphCom, InitMRF, OptMRF).
@@ -99,8 +99,9 @@ def reference_fit(frame: pd.DataFrame, domain: dict, epsilon: float, n_sketches:
 
 def measure(kind: str, config, index: int | None, payload, trace: bool = False) -> dict:
     """One measured call (in a fresh process by default): seconds, peak RSS, ru_maxrss, optionally tracemalloc."""
-    from ..federated import sketches as fm
-    from ..federated.vertical import VerticalMessage, VerticalParty
+    from ..synthesizers.vertical_mrf import sketches as fm
+    from ..synthesizers.vertical_mrf.message import VerticalMessage
+    from ..synthesizers.vertical_mrf.party import VerticalParty
     from ..synthesizers.vertical_mrf import VerticalServer
     from .engine import reset_peak_rss, status_mb
 

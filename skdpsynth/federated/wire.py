@@ -22,9 +22,9 @@ message sent and the message received.
 
 VertiMRF's party messages (kind ``"VerticalMessage"``, :data:`VERTICAL_KIND`)
 use the same archive and header, with integer sketch and GRR arrays besides
-the float ones: :func:`vertical_to_bytes`, :func:`vertical_from_bytes`, and
-:func:`check_vertical_message`, which validates every field against the job's
-public configuration.
+the float ones: :func:`vertical_to_bytes` and :func:`read_vertical_fields`.
+What those fields must hold for a given job is VertiMRF's to check
+(:mod:`skdpsynth.synthesizers.vertical_mrf.message`).
 """
 from __future__ import annotations
 
@@ -41,8 +41,15 @@ import numpy as np
 
 from ..domain import Domain
 from ..privacy.ledger import LedgerEntry, PrivacyLedger
+from ..utils import moved_names
 from .dmm import PROTOCOLS
 from .messages import MeasurementReply, NoisyIndicators, NoisyLocalMarginal, SliceCount
+
+# Names moved to other modules (doc/changelog.md): importable from here, with a DeprecationWarning, until 0.2.
+_MOVED = {"vertical_from_bytes": "skdpsynth.synthesizers.vertical_mrf.message",
+          "check_vertical_message": "skdpsynth.synthesizers.vertical_mrf.message"}
+
+__getattr__ = moved_names(__name__, _MOVED)
 
 __all__ = [
     "FORMAT_NAME",
@@ -55,8 +62,7 @@ __all__ = [
     "same_message",
     "VERTICAL_KIND",
     "vertical_to_bytes",
-    "vertical_from_bytes",
-    "check_vertical_message",
+    "read_vertical_fields",
 ]
 
 #: The ``"format"`` field of every message header; a message with another value is refused.
@@ -865,12 +871,11 @@ def unpack(data: bytes, *, kinds: Iterable[str], sender: str | None = None, max_
 
 
 # --------------------------------------------------------------------------- VertiMRF messages
-#: The ``"kind"`` of a VertiMRF party message (:class:`~skdpsynth.federated.vertical.VerticalMessage`).
+#: The ``"kind"`` of a VertiMRF party message (:class:`~skdpsynth.synthesizers.vertical_mrf.message.VerticalMessage`).
 VERTICAL_KIND = "VerticalMessage"
 _VERTICAL_FIELDS = ("columns", "local_total", "measured", "graph_edges", "n_hat", "potentials",
                     "value_distributions")
 _NUMERIC_KINDS = "iuf"  # integer and float arrays only: nothing np.savez would pickle
-_VALUE_DIST_TOL = 1e-9  # a value distribution sums to 1 within each bin (binning.normalize_within_bins)
 
 
 def vertical_to_bytes(message) -> bytes:
@@ -901,11 +906,11 @@ def vertical_to_bytes(message) -> bytes:
     Examples
     --------
     >>> import numpy as np
-    >>> from skdpsynth.federated.vertical import VerticalMessage
-    >>> from skdpsynth.federated.wire import vertical_from_bytes, vertical_to_bytes
+    >>> from skdpsynth.synthesizers.vertical_mrf.message import VerticalMessage
+    >>> from skdpsynth.federated.wire import read_vertical_fields, vertical_to_bytes
     >>> msg = VerticalMessage("p0", ("a",), {("a",): np.zeros(2)}, 10.0, [("a",)], [], {}, n_hat=10.0)
-    >>> back = vertical_from_bytes(vertical_to_bytes(msg), sender="p0")
-    >>> back.party, back.columns, back.n_hat
+    >>> back = read_vertical_fields(vertical_to_bytes(msg), sender="p0")
+    >>> back["party"], back["columns"], back["n_hat"]
     ('p0', ('a',), 10.0)
     """
     arrays: dict[str, np.ndarray] = {}
@@ -1035,16 +1040,19 @@ class _VerticalReader(_Reader):
         return out
 
 
-def vertical_from_bytes(data: bytes, *, config=None, sender: str | None = None, max_bytes: int = MAX_BYTES,
-                        max_members: int = MAX_MEMBERS):
-    """Read a VertiMRF party message written by :func:`vertical_to_bytes`, validating it on receipt.
+def read_vertical_fields(data: bytes, *, sender: str | None = None, max_bytes: int = MAX_BYTES,
+                         max_members: int = MAX_MEMBERS) -> dict:
+    """The fields of a VertiMRF party message written by :func:`vertical_to_bytes`, its format validated.
+
+    This reads the format only; what the fields must hold for a given job is
+    checked by VertiMRF's server
+    (:func:`skdpsynth.synthesizers.vertical_mrf.message.check_vertical_message`),
+    and :meth:`~skdpsynth.synthesizers.vertical_mrf.message.VerticalMessage.from_bytes`
+    does both.
 
     Parameters
     ----------
     data : bytes
-    config : VerticalConfig, optional
-        The job's public configuration: then every field is checked against
-        it as well (:func:`check_vertical_message`).
     sender : str, optional
         The party the message must come from (errors name it even when the
         bytes are not a message at all).
@@ -1053,7 +1061,11 @@ def vertical_from_bytes(data: bytes, *, config=None, sender: str | None = None, 
 
     Returns
     -------
-    VerticalMessage
+    dict
+        The message's fields: ``party``, ``columns``, ``local_potentials``,
+        ``local_total``, ``measured``, ``graph_edges``,
+        ``value_distributions``, ``sketches``, ``perturbed``, ``n_hat`` and
+        ``ledger``.
 
     Raises
     ------
@@ -1062,191 +1074,15 @@ def vertical_from_bytes(data: bytes, *, config=None, sender: str | None = None, 
         ``.npz`` archive; a header that is not strict JSON, lacks keys or has
         others, another format, version, kind or sender; fields of the wrong
         type; arrays that are missing, extra, not numeric or unlike their
-        description; malformed ledger entries; with ``config``, any failure of
-        :func:`check_vertical_message`.  The text names the party and the
-        field, never a value or a size.
+        description; malformed ledger entries.  The text names the party and
+        the field, never a value or a size.
 
     Examples
     --------
-    >>> from skdpsynth.federated.wire import vertical_from_bytes
-    >>> vertical_from_bytes(b"random bytes", sender="hospital")
+    >>> from skdpsynth.federated.wire import read_vertical_fields
+    >>> read_vertical_fields(b"random bytes", sender="hospital")
     Traceback (most recent call last):
     ...
     skdpsynth.federated.wire.MessageError: Message from 'hospital': not a zip (.npz) archive.
     """
-    from .vertical import VerticalMessage
-
-    message = VerticalMessage(**_VerticalReader(data, sender, max_bytes, max_members).read_vertical())
-    if config is not None:
-        check_vertical_message(message, config)
-    return message
-
-
-class _VerticalCheck:
-    """The checks of :func:`check_vertical_message`; every failure is a MessageError naming the party and field."""
-
-    def __init__(self, message, config):
-        self.msg, self.cfg, self.budget = message, config, config.budget
-        party = getattr(message, "party", None)
-        self.party = party if isinstance(party, str) else None
-
-    def fail(self, problem: str):
-        raise MessageError(self.party, problem)
-
-    def array(self, field: str, value, kinds: str, shape: tuple | None = None, ndim: int | None = None):
-        if not isinstance(value, np.ndarray) or value.dtype.kind not in kinds:
-            self.fail(f"field {field!r} must be an array of {'floats' if kinds == 'f' else 'integers'}.")
-        if (shape is not None and value.shape != tuple(shape)) or (ndim is not None and value.ndim != ndim):
-            self.fail(f"field {field!r} does not have the shape the job's public domain implies.")
-        if value.dtype.kind == "f" and not np.isfinite(value).all():
-            self.fail(f"field {field!r} holds non-finite values (NaN or infinity).")
-        return value
-
-    def number(self, field: str, value, *, integral: bool = False) -> float:
-        """A finite number, > 0, or with ``integral`` an integer >= 1."""
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-            self.fail(f"field {field!r} must be a number.")
-        value = float(value)
-        if integral and not (math.isfinite(value) and value >= 1 and value == math.floor(value)):
-            self.fail(f"field {field!r} must be a finite integer >= 1.")
-        if not (math.isfinite(value) and value > 0):
-            self.fail(f"field {field!r} must be a finite number > 0.")
-        return value
-
-    def cliques(self, field: str, value, *, size: int | None = None) -> None:
-        held = set(self.columns)
-        items = [tuple(c) for c in value if isinstance(c, (tuple, list))] \
-            if isinstance(value, (list, tuple)) else None
-        if items is None or len(items) != len(value) or any(
-                not c or not set(c) <= held or len(set(c)) != len(c) or (size is not None and len(c) != size)
-                for c in items):
-            self.fail(f"field {field!r} must list cliques of the party's own columns.")
-
-    def run(self) -> None:
-        cfg, msg = self.cfg, self.msg
-        if self.party not in cfg.party_names:
-            self.fail("the sender is not a party of this job.")
-        self.index = cfg.party_names.index(self.party)
-        self.columns = tuple(cfg.parties[self.index][1])
-        if not isinstance(msg.columns, (tuple, list)) or tuple(msg.columns) != self.columns:
-            self.fail("field 'columns' differs from the party's columns in the job's configuration.")
-        self.number("local_total", msg.local_total)
-        if self.index == cfg.count_leader:
-            self.number("n_hat", msg.n_hat, integral=True)
-        elif msg.n_hat is not None:
-            self.fail("field 'n_hat': only the count leader sends the noisy record count.")
-        self.model()
-        self.value_distributions()
-        self.encoding()
-        self.ledger()
-
-    def model(self) -> None:
-        domain, msg = self.cfg.domain, self.msg
-        if not isinstance(msg.local_potentials, Mapping) or not msg.local_potentials:
-            self.fail("field 'local_potentials' must map the local model's cliques to tables.")
-        self.cliques("local_potentials", list(msg.local_potentials))
-        for clique, table in msg.local_potentials.items():
-            if tuple(clique) != domain.canonical(clique):
-                self.fail("field 'local_potentials': a clique is not in the domain's column order.")
-            self.array("local_potentials", table, "f", domain.shape_of(clique))
-        self.cliques("measured", msg.measured)
-        self.cliques("graph_edges", msg.graph_edges, size=2)
-
-    def value_distributions(self) -> None:
-        cfg, dists = self.cfg, self.msg.value_distributions
-        binned = [c for c in self.columns if cfg.is_binned(c)] if self.budget.releases_value_distributions else []
-        if not isinstance(dists, Mapping) or set(dists) != set(binned):
-            self.fail("field 'value_distributions' must hold exactly the party's binned columns." if binned else
-                      "field 'value_distributions' must be empty: this job releases no value distribution.")
-        for col in binned:
-            dist = self.array("value_distributions", dists[col], "f", (cfg.domain[col],))
-            sums = np.bincount(cfg.bin_map(col), weights=dist)
-            if (dist < 0).any() or np.abs(sums - 1.0).max() > _VALUE_DIST_TOL:
-                self.fail(f"field 'value_distributions': column {col!r} is not a distribution within each bin.")
-
-    def encoding(self) -> None:
-        from . import sketches as fm
-
-        cfg, msg = self.cfg, self.msg
-        if cfg.encoder != "fm" and msg.sketches is not None:
-            self.fail("field 'sketches': this job's encoder sends none.")
-        if cfg.encoder != "fo" and msg.perturbed is not None:
-            self.fail("field 'perturbed': this job's encoder sends none.")
-        sizes = [cfg.binned_size(c) for c in self.columns]
-        if cfg.encoder == "fm":
-            k_p, alpha_min = cfg.sketch_parameters
-            dtype = fm.sketch_dtype(cfg.gamma, k_p, alpha_min)
-            if not isinstance(msg.sketches, np.ndarray) or msg.sketches.dtype != dtype:
-                self.fail(f"field 'sketches' must be an array of {dtype.name} sketch values.")
-            self.array("sketches", msg.sketches, "u", (cfg.n_sketches, sum(sizes)))
-            if msg.sketches.size and msg.sketches.min() < max(alpha_min, 1):
-                self.fail("field 'sketches' holds values below the sketches' minimum alpha_min.")
-            if msg.sketches.size and msg.sketches.max() > fm.sketch_max_value(cfg.gamma, k_p, alpha_min):
-                self.fail("field 'sketches' holds values above the largest a sketch can take.")
-        elif cfg.encoder == "fo":
-            table = self.array("perturbed", msg.perturbed, "iu", ndim=2)
-            if table.shape[1] != len(self.columns) or (table < 0).any() or (table >= np.asarray(sizes)).any():
-                self.fail("field 'perturbed' must hold one column of binned codes per column of the party.")
-
-    def ledger(self) -> None:
-        b, cfg = self.budget, self.cfg
-        entries = self.msg.ledger
-        if not isinstance(entries, (list, tuple)) or not all(
-                isinstance(e, LedgerEntry) and e.party in (None, self.party) and e.accounting in ("pure", "approx")
-                for e in entries):
-            self.fail("field 'ledger' must list the party's own pure or (epsilon, delta) entries.")
-        eps, delta = [b.epsilon_local], [b.delta_local]
-        if self.index == cfg.count_leader:
-            eps.append(b.epsilon_count)
-        if b.releases_value_distributions:
-            eps += [b.epsilon_per_binned] * sum(cfg.is_binned(c) for c in self.columns)
-        if cfg.encoder == "fm":
-            share = len(self.columns) / b.n_attributes
-            eps.append(b.epsilon_encoding * share)
-            delta.append(b.delta_encoding * share)
-        elif cfg.encoder == "fo":
-            eps.append(b.epsilon_prime * len(self.columns))
-        spent = (math.fsum(e.epsilon for e in entries), math.fsum(e.delta for e in entries))
-        if not all(math.isclose(s, math.fsum(x), rel_tol=_CALIBRATION_REL) for s, x in zip(spent, (eps, delta))):
-            self.fail("field 'ledger': its entries do not add up to the party's share of the job's budget.")
-
-
-def check_vertical_message(message, config) -> None:
-    """Validate every field of a received VertiMRF party message against the job's public configuration.
-
-    The server trusts nothing a party sends: the sender must be a party of
-    the job and send its own columns; ``local_total`` finite and > 0;
-    ``n_hat`` a finite integer >= 1 from the count leader only; the local
-    model's potentials finite float tables over cliques of the party's
-    columns (domain order, the domain's shapes), ``measured`` and
-    ``graph_edges`` cliques of its columns; value distributions for exactly
-    its binned columns when the job releases them, finite, >= 0, summing to 1
-    within each bin; FM sketches of the configured dtype and shape, between
-    α_min and the largest value a sketch can take; FO tables of binned codes;
-    ledger entries of the party adding up to its share of the budget.
-
-    Parameters
-    ----------
-    message : VerticalMessage
-    config : VerticalConfig
-
-    Raises
-    ------
-    MessageError
-        Naming the party and the field (never a value or a size).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skdpsynth import Domain
-    >>> from skdpsynth.federated.vertical import VerticalConfig, VerticalMessage, vertical_budget
-    >>> from skdpsynth.federated.wire import check_vertical_message
-    >>> budget = vertical_budget(1.0, 1e-6, n_parties=2, n_attributes=2, n_binned=0, encoder="none")
-    >>> config = VerticalConfig((("p0", ("a",)), ("p1", ("b",))), Domain(["a", "b"], [2, 3]), budget)
-    >>> msg = VerticalMessage("p0", ("a",), {("a",): np.zeros(2)}, 10.0, [("a",)], [], {}, n_hat=float("nan"))
-    >>> check_vertical_message(msg, config)
-    Traceback (most recent call last):
-    ...
-    skdpsynth.federated.wire.MessageError: Message from 'p0': field 'n_hat' must be a finite integer >= 1.
-    """
-    _VerticalCheck(message, config).run()
+    return _VerticalReader(data, sender, max_bytes, max_members).read_vertical()

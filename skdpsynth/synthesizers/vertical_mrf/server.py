@@ -1,11 +1,11 @@
 """The VertiMRF server: from the parties' messages to a global graphical model (spec §6).
 
-The server is honest-but-curious and sees only :class:`~skdpsynth.federated.vertical.VerticalMessage`
-objects and the public :class:`~skdpsynth.federated.vertical.VerticalConfig`; everything here is
+The server is honest-but-curious and sees only :class:`~skdpsynth.synthesizers.vertical_mrf.party.VerticalMessage`
+objects and the public :class:`~skdpsynth.synthesizers.vertical_mrf.party.VerticalConfig`; everything here is
 post-processing of DP releases and spends no budget.  Phases (spec §4.1):
 
 * CarEst (§6.1) — cross-party contingency tables on the binned domains from the sketches
-  (:func:`skdpsynth.federated.sketches.car_est`), or, for VertiMRF-FO, from the GRR columns (§7);
+  (:func:`skdpsynth.synthesizers.vertical_mrf.sketches.car_est`), or, for VertiMRF-FO, from the GRR columns (§7);
 * HisRec (§6.2) — back to the raw domains with the parties' noisy value distributions;
 * GraphCom (Phase 3, §6.4) — the local graphs plus cross-party edges in descending R-score
   order while the triangulated graph's cliques stay within τ cells;
@@ -28,11 +28,12 @@ import networkx as nx
 import numpy as np
 
 from ...domain import Domain
-from ...federated import sketches as fm
-from ...federated.binning import his_rec, uniform_value_distributions
-from ...federated.frequency_oracle import fo_marginal, grr_probabilities
-from ...federated.vertical import VerticalConfig, VerticalMessage
-from ...federated.wire import MessageError, check_vertical_message
+from . import sketches as fm
+from .binning import his_rec, uniform_value_distributions
+from .frequency_oracle import fo_marginal, grr_probabilities
+from .message import VerticalMessage, check_vertical_message
+from .party import VerticalConfig
+from ...federated.wire import MessageError
 from ...graphical import GraphicalModel, JunctionTree, Measurement, mirror_descent
 from .consistency import enforce_consistency, normalise, rake
 
@@ -49,7 +50,7 @@ class ServerResult:
     --------
     >>> import numpy as np, pandas as pd
     >>> from skdpsynth import VerticalMRFSynthesizer
-    >>> from skdpsynth.federated.vertical import VerticalMessage
+    >>> from skdpsynth.synthesizers.vertical_mrf.message import VerticalMessage
     >>> from skdpsynth.synthesizers.vertical_mrf.server import ServerResult, VerticalServer
     >>> rng = np.random.default_rng(0)
     >>> a = rng.integers(0, 3, 2000)
@@ -94,7 +95,7 @@ class VerticalServer:
 
     >>> import numpy as np, pandas as pd
     >>> from skdpsynth import VerticalMRFSynthesizer
-    >>> from skdpsynth.federated.vertical import VerticalMessage
+    >>> from skdpsynth.synthesizers.vertical_mrf.message import VerticalMessage
     >>> from skdpsynth.synthesizers.vertical_mrf.server import VerticalServer
     >>> rng = np.random.default_rng(0)
     >>> a = rng.integers(0, 3, 2000)
@@ -141,7 +142,7 @@ class VerticalServer:
         """Read the parties' messages (bytes or :class:`VerticalMessage`), validating every field on receipt.
 
         The server trusts nothing a party sends: each message goes through
-        :func:`~skdpsynth.federated.wire.check_vertical_message` against the
+        :func:`~.message.check_vertical_message` against the
         public configuration, and anything malformed raises a
         :class:`~skdpsynth.federated.wire.MessageError` naming the party.
         """
@@ -314,7 +315,7 @@ class VerticalServer:
         ------
         MessageError
             If a message is malformed or inconsistent with the configuration
-            (:func:`~skdpsynth.federated.wire.check_vertical_message`), or a
+            (:func:`~.message.check_vertical_message`), or a
             party sent none or two; the error names the party.
         """
         cfg = self.config

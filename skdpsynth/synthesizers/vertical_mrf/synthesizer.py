@@ -8,7 +8,7 @@ links the local models into one global graphical model and samples from it.
 Spec: ``shared/specs/vertimrf.md``; section numbers below refer to it.
 
 The fit simulates the run in one process with the trust boundary intact: the
-parties (:class:`~skdpsynth.federated.vertical.VerticalParty`) see only their
+parties (:class:`~skdpsynth.synthesizers.vertical_mrf.party.VerticalParty`) see only their
 own columns, their messages go through ``npz`` serialisation, and the server
 (:class:`~.server.VerticalServer`) reads only those messages and the public
 configuration.
@@ -27,8 +27,8 @@ import scipy.sparse as sp
 
 from ...domain import Domain
 from ...federated import HybridPartition
-from ...federated import sketches as fm
-from ...federated.vertical import (ENCODERS, FO_ACCOUNTING, LOCAL_LEARNERS, SKETCH_ACCOUNTING, VerticalConfig,
+from . import sketches as fm
+from .party import (ENCODERS, FO_ACCOUNTING, LOCAL_LEARNERS, SKETCH_ACCOUNTING, VerticalConfig,
                                    VerticalMessage, VerticalParty, vertical_budget)
 from ...params import Interval, Options
 from ...privacy import PrivacyLedger, warn_privacy_leak
@@ -119,7 +119,7 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         by the tighter RDP conversion of its proof (VertiMRF, KDD'24, §4.2
         and App. C.1).
         Theorem 2 holds only while the sketch budget ε_enc is at most
-        2.34·ln(1/δ_enc) (:data:`~skdpsynth.federated.sketches.THEOREM2_RANGE`);
+        2.34·ln(1/δ_enc) (:data:`~skdpsynth.synthesizers.vertical_mrf.sketches.THEOREM2_RANGE`);
         beyond that ``"theorem2"`` uses the RDP conversion too, so the charged
         budget is always a valid bound (``privacy_report_["sketch_bound"]``
         says which one it rests on).
