@@ -5,9 +5,8 @@ passes over junction-tree tables of up to tens of millions of cells; on large
 models they are most of an AIM fit.  NumPy releases the GIL inside its ufunc
 and ``einsum`` loops, so each pass over a table of at least
 ``PARALLEL_CELLS`` cells is cut into slabs along one axis, and threads
-work on the slabs (measured on this project's 2-core machine: ``exp`` 1.65×,
-sums 1.5–1.6×, ``t − a·g`` 1.7× faster on a 4.7-million-cell table; 40
-mirror-descent iterations on a 42 MB Adult model 5.4 s instead of 7.9–8.0 s).
+work on the slabs (40 mirror-descent iterations on a 42 MB Adult model take
+5.4 s instead of 7.9–8.0 s on two cores; ``doc/engine.md``).
 
 Passes that make several operations on each cell (a step that sums its
 gradient terms; the downward pass's product, maximum and sum) go through a
@@ -246,9 +245,8 @@ def _part(operand, index: tuple):
 # Elementwise passes with a broadcast operand.  NumPy loops innermost over the longest run of trailing axes on
 # which every operand is either whole or broadcast; an operand whole on the last axes but broadcast just before
 # them (a gradient or a message over a clique's first and last attributes) leaves runs of a few cells, and the
-# pass costs 4–5× a plain one (measured: (85, 9, 16, 7, 6, 2, 2) + (85, 9, 1, 1, 1, 1, 2): 10.8 ms against
-# 2.6 ms).  Such an operand is first made whole on enough of the last axes (a small copy), which restores
-# long runs with the same values.
+# pass costs about 4× a plain one (doc/engine.md).  Such an operand is first made whole on enough of the last axes
+# (a small copy), which restores long runs with the same values.
 _SHORT_RUN = 16          # runs shorter than this are widened ...
 _WIDE_RUN = 128          # ... to at least this many cells where the copy allows
 _WIDEN_FRACTION = 16     # the widened copy has at most 1/16 of the table's cells
