@@ -929,13 +929,7 @@ class HybridPartition:
         def label(k: int) -> str:
             return repr(names[k]) if names[k] is not None else f"#{k} of the list"
 
-        slice_of: dict[bytes, int] = {}
-        members: list[list[int]] = []
-        for k, rows in enumerate(rowsets):
-            i = slice_of.setdefault(rows.tobytes(), len(members))
-            if i == len(members):
-                members.append([])
-            members[i].append(k)
+        members = _identical_groups(rowsets)
         slice_rows = [rowsets[m[0]] for m in members]
         shared = _first_shared(slice_rows)
         if shared is not None:
@@ -1022,71 +1016,11 @@ class HybridPartition:
         if len(set(names)) != len(names):
             raise ValueError(f"Party names must be unique as strings, got {keys!r}.")
 
-        tables: list[pd.DataFrame] = []  # indexed by ID, party columns only
-        for name, df in zip(names, frames.values()):
-            if not isinstance(df, pd.DataFrame):
-                raise TypeError(f"Party {name!r}: expected a pandas DataFrame, got {type(df).__name__}.")
-            if id_column not in df.columns:
-                if df.index.name == id_column:
-                    df = df.reset_index()
-                else:
-                    raise ValueError(f"Party {name!r} has no ID column {id_column!r}.")
-            if df.columns.duplicated().any():
-                dup = df.columns[df.columns.duplicated()][0]
-                raise ValueError(f"Party {name!r} has the column {dup!r} more than once.")
-            if len(df) == 0:
-                raise ValueError(f"Party {name!r} holds no rows.")
-            ids = df[id_column]
-            if ids.isna().any():
-                raise ValueError(f"Party {name!r} has missing values in the ID column {id_column!r}.")
-            dup_ids = ids[ids.duplicated()]
-            if len(dup_ids):
-                raise ValueError(
-                    f"Party {name!r} lists ID {_plain(dup_ids.iloc[0])!r} more than once; each individual "
-                    "must appear at most once per party."
-                )
-            if df.shape[1] < 2:
-                raise ValueError(f"Party {name!r} holds no columns besides the ID column {id_column!r}.")
-            tables.append(df.set_index(id_column))
-
-        # ID sets as sorted integer codes, so set comparisons are vectorised
-        codes, _ = pd.factorize(pd.concat([pd.Series(t.index) for t in tables], ignore_index=True))
-        codes = np.asarray(codes, dtype=np.int64)
-        bounds = np.cumsum([len(t) for t in tables])[:-1]
-        idsets = [np.sort(c) for c in np.split(codes, bounds)]
-
-        slice_of: dict[bytes, int] = {}
-        members: list[list[int]] = []
-        for k, s in enumerate(idsets):
-            i = slice_of.setdefault(s.tobytes(), len(members))
-            if i == len(members):
-                members.append([])
-            members[i].append(k)
-        shared = _first_shared([idsets[m[0]] for m in members])
-        if shared is not None:
-            _, a, b = shared
-            pa, pb = members[a][0], members[b][0]
-            common = tables[pa].index.intersection(tables[pb].index)
-            raise ValueError(
-                f"Parties {names[pa]!r} and {names[pb]!r} partially overlap: they share "
-                f"{len(common)} ID(s) (e.g. {_plain(common[0])!r}) but their ID sets differ. Parties of one "
-                "slice must hold exactly the same individuals, and different slices must hold "
-                "disjoint sets of individuals."
-            )
-
-        groups: dict[int, list[list[Column]]] = {}
-        for i, m in enumerate(members):
-            owner: dict[Column, int] = {}
-            for k in m:
-                for c in tables[k].columns:
-                    if c in owner:
-                        raise ValueError(
-                            f"Column {c!r} is held by both {names[owner[c]]!r} and {names[k]!r}, which "
-                            "hold the same individuals (one slice). Overlapping schemas must be "
-                            "resolved first, e.g. by dropping the column from all but one party."
-                        )
-                    owner[c] = k
-            groups[i] = [list(tables[k].columns) for k in m]
+        tables = [_party_table(name, df, id_column) for name, df in zip(names, frames.values())]
+        idsets = _id_sets(tables)
+        members = _identical_groups(idsets)
+        _check_no_partial_overlap(tables, names, idsets, members)
+        groups = _slice_column_groups(tables, names, members)
 
         columns = list(dict.fromkeys(c for t in tables for c in t.columns))
         sizes = [len(idsets[m[0]]) for m in members]
@@ -1096,17 +1030,109 @@ class HybridPartition:
             groups,
             party_names={(i, j): names[k] for i, m in enumerate(members) for j, k in enumerate(m)},
         ).validate(columns, int(starts[-1]))
+        return _aligned_table(tables, names, members, columns), partition
 
-        blocks = []
-        for m in members:
-            try:
-                order = tables[m[0]].index.sort_values()
-            except TypeError as exc:
-                raise ValueError(
-                    f"The IDs of party {names[m[0]]!r} cannot be sorted ({exc}); use IDs of one comparable type."
-                ) from None
-            block = pd.concat([tables[k].loc[order] for k in m], axis=1)
-            blocks.append(block[columns].reset_index(drop=True))
-        X = pd.concat(blocks, axis=0, ignore_index=True)
-        X.columns.name = None
-        return X, partition
+
+# ---------------------------------------------------------------------------
+# The steps of HybridPartition.from_party_frames
+# ---------------------------------------------------------------------------
+def _party_table(name: str, df: Any, id_column: Hashable) -> pd.DataFrame:
+    """One party's frame, checked, indexed by its IDs: the party's own columns only."""
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"Party {name!r}: expected a pandas DataFrame, got {type(df).__name__}.")
+    if id_column not in df.columns:
+        if df.index.name == id_column:
+            df = df.reset_index()
+        else:
+            raise ValueError(f"Party {name!r} has no ID column {id_column!r}.")
+    if df.columns.duplicated().any():
+        dup = df.columns[df.columns.duplicated()][0]
+        raise ValueError(f"Party {name!r} has the column {dup!r} more than once.")
+    if len(df) == 0:
+        raise ValueError(f"Party {name!r} holds no rows.")
+    ids = df[id_column]
+    if ids.isna().any():
+        raise ValueError(f"Party {name!r} has missing values in the ID column {id_column!r}.")
+    dup_ids = ids[ids.duplicated()]
+    if len(dup_ids):
+        raise ValueError(
+            f"Party {name!r} lists ID {_plain(dup_ids.iloc[0])!r} more than once; each individual "
+            "must appear at most once per party."
+        )
+    if df.shape[1] < 2:
+        raise ValueError(f"Party {name!r} holds no columns besides the ID column {id_column!r}.")
+    return df.set_index(id_column)
+
+
+def _id_sets(tables: Sequence[pd.DataFrame]) -> list[np.ndarray]:
+    """Each party's ID set as sorted integer codes shared by all parties."""
+    # Codes, not the IDs themselves, so that set comparisons are vectorised.
+    codes, _ = pd.factorize(pd.concat([pd.Series(t.index) for t in tables], ignore_index=True))
+    codes = np.asarray(codes, dtype=np.int64)
+    bounds = np.cumsum([len(t) for t in tables])[:-1]
+    return [np.sort(c) for c in np.split(codes, bounds)]
+
+
+def _identical_groups(arrays: Sequence[np.ndarray]) -> list[list[int]]:
+    """The slices: the positions of identical arrays, grouped, in order of first appearance."""
+    slice_of: dict[bytes, int] = {}
+    members: list[list[int]] = []
+    for k, a in enumerate(arrays):
+        i = slice_of.setdefault(a.tobytes(), len(members))
+        if i == len(members):
+            members.append([])
+        members[i].append(k)
+    return members
+
+
+def _check_no_partial_overlap(tables: Sequence[pd.DataFrame], names: Sequence[str],
+                              idsets: Sequence[np.ndarray], members: Sequence[Sequence[int]]) -> None:
+    """Refuse two slices sharing an individual (their parties' ID sets overlap without being identical)."""
+    shared = _first_shared([idsets[m[0]] for m in members])
+    if shared is not None:
+        _, a, b = shared
+        pa, pb = members[a][0], members[b][0]
+        common = tables[pa].index.intersection(tables[pb].index)
+        raise ValueError(
+            f"Parties {names[pa]!r} and {names[pb]!r} partially overlap: they share "
+            f"{len(common)} ID(s) (e.g. {_plain(common[0])!r}) but their ID sets differ. Parties of one "
+            "slice must hold exactly the same individuals, and different slices must hold "
+            "disjoint sets of individuals."
+        )
+
+
+def _slice_column_groups(tables: Sequence[pd.DataFrame], names: Sequence[str],
+                         members: Sequence[Sequence[int]]) -> dict[int, list[list[Column]]]:
+    """Each slice's column groups, one per party; refuses a column held by two parties of one slice."""
+    groups: dict[int, list[list[Column]]] = {}
+    for i, m in enumerate(members):
+        owner: dict[Column, int] = {}
+        for k in m:
+            for c in tables[k].columns:
+                if c in owner:
+                    raise ValueError(
+                        f"Column {c!r} is held by both {names[owner[c]]!r} and {names[k]!r}, which "
+                        "hold the same individuals (one slice). Overlapping schemas must be "
+                        "resolved first, e.g. by dropping the column from all but one party."
+                    )
+                owner[c] = k
+        groups[i] = [list(tables[k].columns) for k in m]
+    return groups
+
+
+def _aligned_table(tables: Sequence[pd.DataFrame], names: Sequence[str], members: Sequence[Sequence[int]],
+                   columns: Sequence[Column]) -> pd.DataFrame:
+    """One row per individual: each slice's parties joined on the ID (in ID sort order), slice after slice."""
+    blocks = []
+    for m in members:
+        try:
+            order = tables[m[0]].index.sort_values()
+        except TypeError as exc:
+            raise ValueError(
+                f"The IDs of party {names[m[0]]!r} cannot be sorted ({exc}); use IDs of one comparable type."
+            ) from None
+        block = pd.concat([tables[k].loc[order] for k in m], axis=1)
+        blocks.append(block[columns].reset_index(drop=True))
+    X = pd.concat(blocks, axis=0, ignore_index=True)
+    X.columns.name = None
+    return X
