@@ -80,6 +80,21 @@ def _is_numeric_dtype(dtype) -> bool:
 
 def _normalize_spec(name, spec) -> dict:
     """One column's spec in canonical dict form (only the keys given), validated."""
+    spec = _spec_as_dict(name, spec)
+    kind = spec.get("type")
+    if kind not in _TYPES:
+        raise ValueError(f"schema[{name!r}] has unknown type {kind!r}; use one of {list(_TYPES)}.")
+    allowed = _NUMERIC_KEYS if kind == "numeric" else _CATEGORICAL_KEYS
+    unknown = sorted(map(str, set(spec) - allowed))
+    if unknown:
+        raise ValueError(f"schema[{name!r}] ({kind}) has unknown keys {unknown}; allowed: {sorted(allowed)}.")
+    out = {"type": kind}
+    out.update(_numeric_keys(name, spec) if kind == "numeric" else _categorical_keys(name, spec))
+    return out
+
+
+def _spec_as_dict(name, spec) -> Mapping:
+    """A column's spec as a dict: a type name or a bare list of categories spelled out."""
     if isinstance(spec, str):  # "numeric" / "categorical": the type alone
         spec = {"type": spec}
     elif isinstance(spec, list):  # a bare list: the categories of a categorical column
@@ -92,82 +107,95 @@ def _normalize_spec(name, spec) -> dict:
     elif not isinstance(spec, Mapping):
         raise TypeError(f"schema[{name!r}] must be a dict spec, a list of categories or a type name, "
                         f"got {type(spec).__name__}.")
-    kind = spec.get("type")
-    if kind not in _TYPES:
-        raise ValueError(f"schema[{name!r}] has unknown type {kind!r}; use one of {list(_TYPES)}.")
-    allowed = _NUMERIC_KEYS if kind == "numeric" else _CATEGORICAL_KEYS
-    unknown = sorted(map(str, set(spec) - allowed))
-    if unknown:
-        raise ValueError(f"schema[{name!r}] ({kind}) has unknown keys {unknown}; allowed: {sorted(allowed)}.")
-    out = {"type": kind}
-    if kind == "numeric":
-        bounds = spec.get("bounds")
-        if bounds is not None:
-            if isinstance(bounds, (str, bytes)) or not np.iterable(bounds) or len(bounds) != 2:
-                raise ValueError(f"schema[{name!r}]['bounds'] must be [lower, upper], got {bounds!r}.")
-            lower, upper = _plain(list(bounds))
-            if not (_is_number(lower) and _is_number(upper) and math.isfinite(lower)
-                    and math.isfinite(upper) and lower < upper):
-                raise ValueError(f"schema[{name!r}]['bounds'] must be finite numbers with lower < upper, "
-                                 f"got {bounds!r}.")
-            out["bounds"] = [lower, upper]
-        n_bins = spec.get("n_bins")
-        if n_bins is not None:
-            if not _is_int(n_bins) or n_bins < 1:
-                raise ValueError(f"schema[{name!r}]['n_bins'] must be an integer >= 1, got {n_bins!r}.")
-            out["n_bins"] = int(n_bins)
-        strategy = spec.get("strategy")
-        if strategy is not None:
-            if strategy not in _STRATEGIES:
-                raise ValueError(f"schema[{name!r}]['strategy'] must be one of {list(_STRATEGIES)}, "
-                                 f"got {strategy!r}.")
-            out["strategy"] = strategy
-        edges = spec.get("edges")
-        if edges is not None:
-            if isinstance(edges, (str, bytes, Mapping)) or not np.iterable(edges):
-                raise ValueError(f"schema[{name!r}]['edges'] must be a list of numbers, got {edges!r}.")
-            edges = _plain(list(edges))
-            if (len(edges) < 2 or not all(_is_number(v) and math.isfinite(v) for v in edges)
-                    or any(b <= a for a, b in zip(edges, edges[1:]))):
-                raise ValueError(f"schema[{name!r}]['edges'] must be at least two finite, strictly increasing "
-                                 f"numbers, got {edges!r}.")
-            if "bounds" in out and out["bounds"] != [edges[0], edges[-1]]:
-                raise ValueError(f"schema[{name!r}]: 'bounds' {out['bounds']} contradicts 'edges' (which start at "
-                                 f"{edges[0]} and end at {edges[-1]}); give one of the two.")
-            if "n_bins" in out and out["n_bins"] != len(edges) - 1:
-                raise ValueError(f"schema[{name!r}]: 'n_bins' {out['n_bins']} contradicts the {len(edges)} "
-                                 f"'edges' ({len(edges) - 1} bins).")
-            out.pop("bounds", None)
-            out.pop("n_bins", None)
-            out["edges"] = edges
-    else:
-        cats = spec.get("categories")
-        if cats is not None:
-            if isinstance(cats, (str, bytes, Mapping)) or not np.iterable(cats):
-                raise ValueError(f"schema[{name!r}]['categories'] must be a list of values, got {cats!r}.")
-            cats = _plain(list(cats))
-            if len(cats) == 0:
-                raise ValueError(f"schema[{name!r}]['categories'] is empty; give at least one category, or "
-                                 "leave 'categories' out to discover them (DP with epsilon/delta).")
-            if any(_is_na_scalar(v) for v in cats):
-                raise ValueError(f"schema[{name!r}]['categories'] contains a missing value; use "
-                                 "'missing': 'category' to give missing values their own category.")
-            try:
-                index = pd.Index(cats, dtype=object)
-            except TypeError:
-                raise ValueError(f"schema[{name!r}]['categories'] must hold hashable values.") from None
-            if index.has_duplicates:
-                raise ValueError(f"schema[{name!r}]['categories'] has duplicate values "
-                                 f"{list(index[index.duplicated()].unique())}.")
-            out["categories"] = cats
-        for key, allowed_values in (("handle_unknown", _HANDLE_UNKNOWN), ("missing", _MISSING)):
-            value = spec.get(key)
-            if value is not None:
-                if value not in allowed_values:
-                    raise ValueError(f"schema[{name!r}][{key!r}] must be one of {list(allowed_values)}, "
-                                     f"got {value!r}.")
-                out[key] = value
+    return spec
+
+
+def _numeric_keys(name, spec: Mapping) -> dict:
+    """A numeric column's keys besides its type, validated (edges replace bounds and n_bins they agree with)."""
+    out = {}
+    bounds = spec.get("bounds")
+    if bounds is not None:
+        if isinstance(bounds, (str, bytes)) or not np.iterable(bounds) or len(bounds) != 2:
+            raise ValueError(f"schema[{name!r}]['bounds'] must be [lower, upper], got {bounds!r}.")
+        lower, upper = _plain(list(bounds))
+        if not (_is_number(lower) and _is_number(upper) and math.isfinite(lower)
+                and math.isfinite(upper) and lower < upper):
+            raise ValueError(f"schema[{name!r}]['bounds'] must be finite numbers with lower < upper, "
+                             f"got {bounds!r}.")
+        out["bounds"] = [lower, upper]
+    n_bins = spec.get("n_bins")
+    if n_bins is not None:
+        if not _is_int(n_bins) or n_bins < 1:
+            raise ValueError(f"schema[{name!r}]['n_bins'] must be an integer >= 1, got {n_bins!r}.")
+        out["n_bins"] = int(n_bins)
+    strategy = spec.get("strategy")
+    if strategy is not None:
+        if strategy not in _STRATEGIES:
+            raise ValueError(f"schema[{name!r}]['strategy'] must be one of {list(_STRATEGIES)}, "
+                             f"got {strategy!r}.")
+        out["strategy"] = strategy
+    edges = spec.get("edges")
+    if edges is not None:
+        edges = _checked_edges(name, edges, out)
+        out.pop("bounds", None)
+        out.pop("n_bins", None)
+        out["edges"] = edges
     return out
+
+
+def _checked_edges(name, edges, out: Mapping) -> list:
+    """A numeric column's edges as a list, validated, and checked against the bounds and n_bins in ``out``."""
+    if isinstance(edges, (str, bytes, Mapping)) or not np.iterable(edges):
+        raise ValueError(f"schema[{name!r}]['edges'] must be a list of numbers, got {edges!r}.")
+    edges = _plain(list(edges))
+    if (len(edges) < 2 or not all(_is_number(v) and math.isfinite(v) for v in edges)
+            or any(b <= a for a, b in zip(edges, edges[1:]))):
+        raise ValueError(f"schema[{name!r}]['edges'] must be at least two finite, strictly increasing "
+                         f"numbers, got {edges!r}.")
+    if "bounds" in out and out["bounds"] != [edges[0], edges[-1]]:
+        raise ValueError(f"schema[{name!r}]: 'bounds' {out['bounds']} contradicts 'edges' (which start at "
+                         f"{edges[0]} and end at {edges[-1]}); give one of the two.")
+    if "n_bins" in out and out["n_bins"] != len(edges) - 1:
+        raise ValueError(f"schema[{name!r}]: 'n_bins' {out['n_bins']} contradicts the {len(edges)} "
+                         f"'edges' ({len(edges) - 1} bins).")
+    return edges
+
+
+def _categorical_keys(name, spec: Mapping) -> dict:
+    """A categorical column's keys besides its type, validated."""
+    out = {}
+    cats = spec.get("categories")
+    if cats is not None:
+        out["categories"] = _checked_categories(name, cats)
+    for key, allowed_values in (("handle_unknown", _HANDLE_UNKNOWN), ("missing", _MISSING)):
+        value = spec.get(key)
+        if value is not None:
+            if value not in allowed_values:
+                raise ValueError(f"schema[{name!r}][{key!r}] must be one of {list(allowed_values)}, "
+                                 f"got {value!r}.")
+            out[key] = value
+    return out
+
+
+def _checked_categories(name, cats) -> list:
+    """A categorical column's categories as a list of Python scalars, validated."""
+    if isinstance(cats, (str, bytes, Mapping)) or not np.iterable(cats):
+        raise ValueError(f"schema[{name!r}]['categories'] must be a list of values, got {cats!r}.")
+    cats = _plain(list(cats))
+    if len(cats) == 0:
+        raise ValueError(f"schema[{name!r}]['categories'] is empty; give at least one category, or "
+                         "leave 'categories' out to discover them (DP with epsilon/delta).")
+    if any(_is_na_scalar(v) for v in cats):
+        raise ValueError(f"schema[{name!r}]['categories'] contains a missing value; use "
+                         "'missing': 'category' to give missing values their own category.")
+    try:
+        index = pd.Index(cats, dtype=object)
+    except TypeError:
+        raise ValueError(f"schema[{name!r}]['categories'] must hold hashable values.") from None
+    if index.has_duplicates:
+        raise ValueError(f"schema[{name!r}]['categories'] has duplicate values "
+                         f"{list(index[index.duplicated()].unique())}.")
+    return cats
 
 
 def normalize_schema(schema) -> dict:
