@@ -148,6 +148,19 @@ def _dp_quantile(sorted_clipped: np.ndarray, lower: float, upper: float, q: floa
     return float(points[i] + rng.uniform() * (points[i + 1] - points[i]))
 
 
+def _column_bounds(name, x: np.ndarray, public: dict, epsilon: float | None, rng,
+                   ledger: PrivacyLedger) -> tuple[float, float]:
+    """A binned column's bounds: public, DP with ``epsilon``, or (without a budget) the data's range widened."""
+    if name in public:
+        return public[name]
+    if epsilon is not None:
+        return _dp_bounds(x, epsilon, rng, ledger, name)
+    if x.size == 0:
+        raise ValueError(f"Column {name!r} has no values (0 rows) to read bounds from; give public "
+                         "bounds (bounds=... or edges=...).")
+    return _widen(float(x.min()), float(x.max()))
+
+
 def _separate(edges: np.ndarray, name) -> np.ndarray:
     """Make edges strictly increasing by moving tied interior edges by the smallest float step."""
     edges = edges.copy()
@@ -525,21 +538,36 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
             )
         share = epsilon / len(dp_columns) if (epsilon is not None and dp_columns) else None
 
+        bounds, edges = self._fit_edges(columns, values, n_bins, public, public_edges, needs_quantiles,
+                                        share=share, rng=rng, ledger=ledger)
+
+        if epsilon is not None:
+            ledger.check_budget(epsilon=epsilon)
+            assert ledger.total_epsilon() <= epsilon * (1 + 1e-9)
+        if not dp_columns:
+            assert len(ledger) == 0  # nothing spent, nothing leaked
+        self.columns_ = columns
+        self.bin_edges_ = edges
+        self.n_bins_ = n_bins
+        self.bounds_ = bounds
+        self.privacy_ledger_ = ledger
+        self.feature_names_in_ = np.asarray(list(frame.columns), dtype=object)
+        self.n_features_in_ = frame.shape[1]
+        self.dtypes_ = {c: frame[c].dtype for c in columns}
+        # The stream of inverse_transform's draws, seeded from the fit's generator.
+        self._inverse_rng = check_random_state(inverse_state)
+        return self
+
+    def _fit_edges(self, columns, values, n_bins, public, public_edges, needs_quantiles, *, share, rng, ledger):
+        """Fit's edges step: each binned column's bounds, then its edges (public, uniform, or at quantiles);
+        with a budget, ``share`` of it per DP column, split between its bounds and its quantiles."""
         bounds, edges = {}, {}
         for c in columns:
             x, k = values[c], n_bins[c]
-            both = c in needs_bounds and c in needs_quantiles
+            both = c not in public and c in needs_quantiles
             eps_bounds = None if share is None else (share * self.bounds_epsilon_fraction if both else share)
             eps_quant = None if share is None else (share - eps_bounds if both else share)
-            if c in public:
-                lower, upper = public[c]
-            elif share is not None:
-                lower, upper = _dp_bounds(x, eps_bounds, rng, ledger, c)
-            else:
-                if x.size == 0:
-                    raise ValueError(f"Column {c!r} has no values (0 rows) to read bounds from; give public "
-                                     "bounds (bounds=... or edges=...).")
-                lower, upper = _widen(float(x.min()), float(x.max()))
+            lower, upper = _column_bounds(c, x, public, eps_bounds, rng, ledger)
             bounds[c] = (lower, upper)
             if c in public_edges:
                 edges[c] = public_edges[c].copy()
@@ -565,23 +593,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
                 e = np.linspace(lower, upper, k + 1)
                 e[0], e[-1] = lower, upper
             edges[c] = _separate(np.clip(e, lower, upper), c)
-
-        if epsilon is not None:
-            ledger.check_budget(epsilon=epsilon)
-            assert ledger.total_epsilon() <= epsilon * (1 + 1e-9)
-        if not dp_columns:
-            assert len(ledger) == 0  # nothing spent, nothing leaked
-        self.columns_ = columns
-        self.bin_edges_ = edges
-        self.n_bins_ = n_bins
-        self.bounds_ = bounds
-        self.privacy_ledger_ = ledger
-        self.feature_names_in_ = np.asarray(list(frame.columns), dtype=object)
-        self.n_features_in_ = frame.shape[1]
-        self.dtypes_ = {c: frame[c].dtype for c in columns}
-        # The stream of inverse_transform's draws, seeded from the fit's generator.
-        self._inverse_rng = check_random_state(inverse_state)
-        return self
+        return bounds, edges
 
     # -- transform -------------------------------------------------------------
     def _categories(self, name) -> pd.CategoricalDtype:
