@@ -240,8 +240,6 @@ def _count(codes, sizes: Sequence[int], cliques: Sequence[Sequence[int]], weight
     chunk = chunk or (_CHUNK_STRIDED if strided else _CHUNK)
     chunk = int(min(max(chunk, 2 * biggest), _CHUNK_CAP))
 
-    signed = codes.dtype.kind == "i"
-    uview = np.dtype(f"u{codes.dtype.itemsize}")  # for the signed dtypes
     # One table on intp columns (a lone ``marginal`` on ``as_codes`` output): index
     # arithmetic straight in intp beats narrowing the two columns first (~6%).
     # With several tables, narrowing each column once per chunk pays off.
@@ -250,28 +248,58 @@ def _count(codes, sizes: Sequence[int], cliques: Sequence[Sequence[int]], weight
     if wide:
         tables[0].wide = True
         tables[0].set_dtype(np.intp)
-    # Per column: read in place (contiguous, and compact unsigned or ``wide``) or
-    # narrowed chunk by chunk into a buffer of the narrowest dtype for its size.
-    narrow = {}
-    for j in used:
-        contiguous = codes[:, j].strides[0] == codes.dtype.itemsize
-        inplace = contiguous and (wide or (not signed and codes.dtype.itemsize <= 2))
-        narrow[j] = None if inplace else np.empty(chunk, _uint_for(sizes[j] - 1))
-    # A strided column (C-order codes) is read once per chunk: copied into its
-    # narrow buffer when that holds every value of the dtype (then checked
-    # there), else staged in a contiguous buffer of the codes' dtype, checked
-    # and narrowed.
-    stage = None
-    if strided and not all(np.can_cast(codes.dtype, narrow[j].dtype) for j in used if narrow[j] is not None):
-        stage = np.empty(chunk, codes.dtype)
+    reader = _ChunkReader(codes, sizes, used, chunk, wide, strided)
     index_bufs, lane_offs = {}, {}
     mask = np.empty(chunk, bool) if any(t.small and t.cells > 1 for t in tables) else None
 
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
         m = stop - start
-        cols = {}
+        cols = reader.read(start, stop)
+        w = None if weights is None else weights[start:stop]
+        for t in tables:
+            idx = _cell_index(t, cols, m, chunk, index_bufs)
+            if t.small:
+                _count_small(t, idx, mask, m)
+                continue
+            np.add(t.total, np.bincount(idx, weights=w, minlength=t.total.shape[0]), out=t.total)
+            if start == 0 and stop < n and t.cells <= _LANE_MAX_CELLS:
+                mass = float(t.total.sum())
+                if mass > 0 and float(np.square(t.total, dtype=np.float64).sum()) > _LANE_SKEW * mass * mass:
+                    t.use_lanes(chunk, lane_offs)
+    return tables
+
+
+class _ChunkReader:
+    """The used columns of ``codes``, read chunk by chunk, checked against their sizes and narrowed."""
+
+    def __init__(self, codes: np.ndarray, sizes: Sequence[int], used: Sequence[int], chunk: int, wide: bool,
+                 strided: bool):
+        self.codes, self.sizes, self.used = codes, sizes, used
+        signed = codes.dtype.kind == "i"
+        self.uview = np.dtype(f"u{codes.dtype.itemsize}")  # for the signed dtypes
+        # Per column: read in place (contiguous, and compact unsigned or ``wide``) or
+        # narrowed chunk by chunk into a buffer of the narrowest dtype for its size.
+        narrow = {}
         for j in used:
+            contiguous = codes[:, j].strides[0] == codes.dtype.itemsize
+            inplace = contiguous and (wide or (not signed and codes.dtype.itemsize <= 2))
+            narrow[j] = None if inplace else np.empty(chunk, _uint_for(sizes[j] - 1))
+        self.narrow = narrow
+        # A strided column (C-order codes) is read once per chunk: copied into its
+        # narrow buffer when that holds every value of the dtype (then checked
+        # there), else staged in a contiguous buffer of the codes' dtype, checked
+        # and narrowed.
+        self.stage = None
+        if strided and not all(np.can_cast(codes.dtype, narrow[j].dtype) for j in used if narrow[j] is not None):
+            self.stage = np.empty(chunk, codes.dtype)
+
+    def read(self, start: int, stop: int) -> dict:
+        """Rows ``start:stop`` of every used column, by column index."""
+        codes, sizes, narrow, stage, uview = self.codes, self.sizes, self.narrow, self.stage, self.uview
+        m = stop - start
+        cols = {}
+        for j in self.used:
             col = codes[start:stop, j]
             if col.strides[0] != codes.dtype.itemsize:
                 buf = narrow[j][:m] if stage is None or np.can_cast(codes.dtype, narrow[j].dtype) else stage[:m]
@@ -285,39 +313,38 @@ def _count(codes, sizes: Sequence[int], cliques: Sequence[Sequence[int]], weight
                 np.copyto(narrow[j][:m], col, casting="unsafe")
                 col = narrow[j][:m]
             cols[j] = col
-        w = None if weights is None else weights[start:stop]
-        for t in tables:
-            dt = t.dtype
-            if len(t.cols) == 1 and t.lanes == 1:
-                idx = cols[t.cols[0]]
-            else:
-                if dt not in index_bufs:
-                    index_bufs[dt] = np.empty(chunk, dt)
-                idx = index_bufs[dt][:m]
-                if len(t.cols) == 1:
-                    np.add(cols[t.cols[0]], t.lane_off[:m], out=idx, dtype=dt, casting="unsafe")
-                else:
-                    np.multiply(cols[t.cols[0]], t.muls[1], out=idx, dtype=dt, casting="unsafe")
-                    for k in range(1, len(t.cols)):
-                        if k > 1:
-                            np.multiply(idx, t.muls[k], out=idx)
-                        np.add(idx, cols[t.cols[k]], out=idx, dtype=dt, casting="unsafe")
-                    if t.lanes > 1:
-                        np.add(idx, t.lane_off[:m], out=idx)
-            if t.small:
-                total, seen = t.total, 0
-                for v in range(t.cells - 1):
-                    c = np.count_nonzero(np.equal(idx, v, out=mask[:m]))
-                    total[v] += c
-                    seen += c
-                total[-1] += m - seen
-                continue
-            np.add(t.total, np.bincount(idx, weights=w, minlength=t.total.shape[0]), out=t.total)
-            if start == 0 and stop < n and t.cells <= _LANE_MAX_CELLS:
-                mass = float(t.total.sum())
-                if mass > 0 and float(np.square(t.total, dtype=np.float64).sum()) > _LANE_SKEW * mass * mass:
-                    t.use_lanes(chunk, lane_offs)
-    return tables
+        return cols
+
+
+def _cell_index(t: _Table, cols: dict, m: int, chunk: int, index_bufs: dict) -> np.ndarray:
+    """The flat cell (and lane) index of table ``t`` for each of the chunk's ``m`` rows."""
+    dt = t.dtype
+    if len(t.cols) == 1 and t.lanes == 1:
+        return cols[t.cols[0]]
+    if dt not in index_bufs:
+        index_bufs[dt] = np.empty(chunk, dt)
+    idx = index_bufs[dt][:m]
+    if len(t.cols) == 1:
+        np.add(cols[t.cols[0]], t.lane_off[:m], out=idx, dtype=dt, casting="unsafe")
+    else:
+        np.multiply(cols[t.cols[0]], t.muls[1], out=idx, dtype=dt, casting="unsafe")
+        for k in range(1, len(t.cols)):
+            if k > 1:
+                np.multiply(idx, t.muls[k], out=idx)
+            np.add(idx, cols[t.cols[k]], out=idx, dtype=dt, casting="unsafe")
+        if t.lanes > 1:
+            np.add(idx, t.lane_off[:m], out=idx)
+    return idx
+
+
+def _count_small(t: _Table, idx: np.ndarray, mask: np.ndarray | None, m: int) -> None:
+    """Add the chunk's counts to a small table, one comparison per cell (the last cell gets the rest)."""
+    total, seen = t.total, 0
+    for v in range(t.cells - 1):
+        c = np.count_nonzero(np.equal(idx, v, out=mask[:m]))
+        total[v] += c
+        seen += c
+    total[-1] += m - seen
 
 
 def _is_lazy(codes) -> bool:
