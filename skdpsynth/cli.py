@@ -303,13 +303,7 @@ def _run(real: pd.DataFrame, schema, args, title: str, source: str | None = None
                           seed=args.seed, verbose=verbose, parties=args.parties, view_size=args.view_size,
                           preprocessing_epsilon=args.preprocessing_epsilon,
                           discover_categories="categories" in getattr(args, "private_metadata", {}).values())
-    try:
-        pipe.fit(train)
-    except (ValueError, TypeError) as exc:
-        if source is None or not _raised_in_preprocessing(exc):
-            raise
-        detail = _one_line(exc).removeprefix("fit: ").removeprefix("transform: ")
-        raise _UserError(f"{source}: {detail}") from exc
+    _fit(pipe, train, source)
     synthetic = pipe.sample(args.rows)
     seconds = time.perf_counter() - start
     out = Path(args.output)
@@ -329,33 +323,51 @@ def _run(real: pd.DataFrame, schema, args, title: str, source: str | None = None
         for note in notes:
             print(f"note: {note}")
     if args.report:
-        from .metrics.report import write_report
-
-        scores = evaluate(pipe, real, synthetic, test, args.target)
-        try:
-            written = write_report(
-                Path(args.report), real=real, synthetic=synthetic, real_codes=scores["real_codes"],
-                synthetic_codes=scores["synthetic_codes"], ledger=ledger, delta=delta, title=title,
-                tvd=scores["tvd"], tstr=scores["tstr"], seconds=seconds, plots=False if args.no_plots else "auto",
+        _report(args, pipe, real, synthetic, test, ledger=ledger, delta=delta, title=title, seconds=seconds,
                 notes=notes)
-        except OSError as exc:
-            raise _write_error(exc, "--report", args.report) from exc
-        if not args.quiet:
-            tvd = scores["tvd"]
-            print("average TVD: " + ", ".join(f"{k}-way {v:.4f}" for k, v in tvd.items()))
-            if scores["tstr"]:
-                t = scores["tstr"]
-                print(f"TSTR accuracy for {t['target']!r}: {t['synthetic']:.4f} (train on real: {t['real']:.4f}, "
-                      f"majority class: {t['majority']:.4f})")
-            images = written.get("images") or []
-            if images:
-                plots = f" (+ {len(images)} PNGs)"
-            elif args.no_plots:
-                plots = " (tables only: --no-plots)"
-            else:
-                plots = " (tables only; pip install 'skdpsynth[report]' for plots)"
-            print(f"report: {written['html']}{plots}")
     return 0
+
+
+def _fit(pipe: SynthesisPipeline, train: pd.DataFrame, source: str | None) -> None:
+    """Fit the pipeline; a data error found by the preprocessing is the user's (exit 2), named by ``source``."""
+    try:
+        pipe.fit(train)
+    except (ValueError, TypeError) as exc:
+        if source is None or not _raised_in_preprocessing(exc):
+            raise
+        detail = _one_line(exc).removeprefix("fit: ").removeprefix("transform: ")
+        raise _UserError(f"{source}: {detail}") from exc
+
+
+def _report(args, pipe: SynthesisPipeline, real: pd.DataFrame, synthetic: pd.DataFrame, test, *, ledger, delta,
+            title: str, seconds: float, notes) -> None:
+    """Evaluate, write the HTML report to ``--report`` and (unless quiet) print its scores."""
+    from .metrics.report import write_report
+
+    scores = evaluate(pipe, real, synthetic, test, args.target)
+    try:
+        written = write_report(
+            Path(args.report), real=real, synthetic=synthetic, real_codes=scores["real_codes"],
+            synthetic_codes=scores["synthetic_codes"], ledger=ledger, delta=delta, title=title,
+            tvd=scores["tvd"], tstr=scores["tstr"], seconds=seconds, plots=False if args.no_plots else "auto",
+            notes=notes)
+    except OSError as exc:
+        raise _write_error(exc, "--report", args.report) from exc
+    if not args.quiet:
+        tvd = scores["tvd"]
+        print("average TVD: " + ", ".join(f"{k}-way {v:.4f}" for k, v in tvd.items()))
+        if scores["tstr"]:
+            t = scores["tstr"]
+            print(f"TSTR accuracy for {t['target']!r}: {t['synthetic']:.4f} (train on real: {t['real']:.4f}, "
+                  f"majority class: {t['majority']:.4f})")
+        images = written.get("images") or []
+        if images:
+            plots = f" (+ {len(images)} PNGs)"
+        elif args.no_plots:
+            plots = " (tables only: --no-plots)"
+        else:
+            plots = " (tables only; pip install 'skdpsynth[report]' for plots)"
+        print(f"report: {written['html']}{plots}")
 
 
 def _check_metadata(real: pd.DataFrame, schema, args, source: str | None = None) -> None:
@@ -613,57 +625,18 @@ def main(argv=None) -> int:
     >>> missing
     2
     """
+    ap = _argument_parser()
+    args = ap.parse_args(argv)
+    if args.command in ("party", "curator"):
+        return _run_command(ap, args, _party if args.command == "party" else _curator)
+    _check_method_options(ap, args)
+    return _run_command(ap, args, _synthesize if args.command == "synthesize" else _demo)
+
+
+def _argument_parser() -> argparse.ArgumentParser:
+    """The command line: the subcommands and their options."""
     ap = argparse.ArgumentParser(prog="skdpsynth", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
-
-    def checked(kind, test, what):
-        def parse(text):
-            try:
-                value = kind(text)
-            except ValueError:
-                raise argparse.ArgumentTypeError(f"{text!r} is not a valid {kind.__name__}") from None
-            if not test(value):
-                raise argparse.ArgumentTypeError(f"must be {what}, got {text}")
-            return value
-        return parse
-
-    def common(p):
-        p.add_argument("--epsilon", type=checked(float, lambda v: 0 < v < float("inf"), "a number > 0"),
-                       default=1.0)
-        p.add_argument("--delta", type=checked(float, lambda v: 0 < v < 1, "in (0, 1)"), default=1e-9,
-                       help="delta of the (epsilon, delta)-DP guarantee (unused by the pure epsilon-DP view methods)")
-        p.add_argument("--method", choices=sorted(_synthesizers()), default="mst",
-                       help="aim, mst: centralized baselines; hybrid: RandDPGen over simulated parties; "
-                            "vertical: VertiMRF over parties holding column blocks; "
-                            "partition: PPSyn (strict, DP); partition-paper: PPSyn as published (NOT DP); "
-                            "view / view+: DPView / DPView+ (pure epsilon-DP)")
-        p.add_argument("--view-size", type=_view_size, default=None, metavar="D",
-                       help="--method view/view+: attributes per view, or 'auto' (default 5)")
-        p.add_argument("--parties", type=_parties, default=None, metavar="KxS|M",
-                       help="--method hybrid: simulate K row slices x S column groups (default 1x1); "
-                            "--method vertical: M parties holding contiguous column blocks in file order "
-                            "(default 2)")
-        p.add_argument("--rows", type=checked(int, lambda v: v >= 0, "an integer >= 0"), default=None,
-                       help="number of synthetic records (default: the DP estimate of the record count)")
-        p.add_argument("--bins", type=checked(int, lambda v: v >= 1, "an integer >= 1"), default=16,
-                       help="bins per numeric column without its own n_bins/edges in the schema")
-        p.add_argument("--target", default=None,
-                       help="label column: hold out --test-size of the records and report train-on-synthetic-"
-                            "test-on-real accuracy")
-        p.add_argument("--test-size", type=checked(float, lambda v: 0 < v < 1, "in (0, 1)"), default=0.2)
-        p.add_argument("--no-plots", action="store_true", help="tables-only report even if matplotlib is installed")
-        p.add_argument("--preprocessing-epsilon", type=checked(float, lambda v: 0 < v < float("inf"), "a number > 0"),
-                       default=None, metavar="E",
-                       help="part of --epsilon spent releasing, with DP, the metadata the schema lacks (numeric "
-                            "bounds / quantile edges, categories); half of --delta goes to category discovery")
-        p.add_argument("--seed", type=int, default=None,
-                       help="seed the noise (reproducible runs only: the noise can be regenerated from the seed, "
-                            "so never publish it with the output)")
-        p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary output")
-        p.add_argument("--debug", action="store_true",
-                       help="on an input error, show the exception with its traceback instead of one line "
-                            "(also: environment variable SKDPSYNTH_DEBUG=1)")
-
     syn = sub.add_parser("synthesize", help="synthesize a CSV file")
     syn.add_argument("input")
     syn.add_argument("--schema", default=None, help="public schema JSON (TableDiscretizer format)")
@@ -671,16 +644,70 @@ def main(argv=None) -> int:
                      help="read missing metadata from the data without DP (the output is NOT differentially private)")
     syn.add_argument("-o", "--output", default="synthetic.csv")
     syn.add_argument("--report", default=None, help="write an HTML fidelity report here")
-    common(syn)
+    _common_options(syn)
     demo = sub.add_parser("demo", help="the whole chain on bundled Adult")
     demo.add_argument("--out", default="skdpsynth-demo")
     demo.add_argument("--no-target", action="store_true", help="no TSTR hold-out (fit on every record)")
-    common(demo)
-    _federated_parsers(sub, checked)
-    args = ap.parse_args(argv)
-    if args.command in ("party", "curator"):
-        return _run_command(ap, args, _party if args.command == "party" else _curator)
-    # Options of one method given with another would be silently ignored: refuse them instead.
+    _common_options(demo)
+    _federated_parsers(sub, _checked)
+    return ap
+
+
+def _checked(kind, test, what):
+    """An argparse type: ``kind`` of the text, refused unless ``test`` holds (``what`` says what it must be)."""
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a valid {kind.__name__}") from None
+        if not test(value):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text}")
+        return value
+    return parse
+
+
+def _common_options(p) -> None:
+    """The options of synthesize and demo."""
+    p.add_argument("--epsilon", type=_checked(float, lambda v: 0 < v < float("inf"), "a number > 0"),
+                   default=1.0)
+    p.add_argument("--delta", type=_checked(float, lambda v: 0 < v < 1, "in (0, 1)"), default=1e-9,
+                   help="delta of the (epsilon, delta)-DP guarantee (unused by the pure epsilon-DP view methods)")
+    p.add_argument("--method", choices=sorted(_synthesizers()), default="mst",
+                   help="aim, mst: centralized baselines; hybrid: RandDPGen over simulated parties; "
+                        "vertical: VertiMRF over parties holding column blocks; "
+                        "partition: PPSyn (strict, DP); partition-paper: PPSyn as published (NOT DP); "
+                        "view / view+: DPView / DPView+ (pure epsilon-DP)")
+    p.add_argument("--view-size", type=_view_size, default=None, metavar="D",
+                   help="--method view/view+: attributes per view, or 'auto' (default 5)")
+    p.add_argument("--parties", type=_parties, default=None, metavar="KxS|M",
+                   help="--method hybrid: simulate K row slices x S column groups (default 1x1); "
+                        "--method vertical: M parties holding contiguous column blocks in file order "
+                        "(default 2)")
+    p.add_argument("--rows", type=_checked(int, lambda v: v >= 0, "an integer >= 0"), default=None,
+                   help="number of synthetic records (default: the DP estimate of the record count)")
+    p.add_argument("--bins", type=_checked(int, lambda v: v >= 1, "an integer >= 1"), default=16,
+                   help="bins per numeric column without its own n_bins/edges in the schema")
+    p.add_argument("--target", default=None,
+                   help="label column: hold out --test-size of the records and report train-on-synthetic-"
+                        "test-on-real accuracy")
+    p.add_argument("--test-size", type=_checked(float, lambda v: 0 < v < 1, "in (0, 1)"), default=0.2)
+    p.add_argument("--no-plots", action="store_true", help="tables-only report even if matplotlib is installed")
+    p.add_argument("--preprocessing-epsilon", type=_checked(float, lambda v: 0 < v < float("inf"), "a number > 0"),
+                   default=None, metavar="E",
+                   help="part of --epsilon spent releasing, with DP, the metadata the schema lacks (numeric "
+                        "bounds / quantile edges, categories); half of --delta goes to category discovery")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed the noise (reproducible runs only: the noise can be regenerated from the seed, "
+                        "so never publish it with the output)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary output")
+    p.add_argument("--debug", action="store_true",
+                   help="on an input error, show the exception with its traceback instead of one line "
+                        "(also: environment variable SKDPSYNTH_DEBUG=1)")
+
+
+def _check_method_options(ap, args) -> None:
+    """Refuse the options of one method given with another (they would be silently ignored); default the view
+    size."""
     if args.parties is not None and args.method not in ("hybrid", "vertical"):
         ap.error(f"--parties applies to --method hybrid or vertical only, not {args.method!r}")
     if args.method == "hybrid" and isinstance(args.parties, int):
@@ -691,7 +718,6 @@ def main(argv=None) -> int:
         ap.error(f"--view-size applies to --method view / view+ only, not {args.method!r}")
     if args.view_size is None:
         args.view_size = 5
-    return _run_command(ap, args, _synthesize if args.command == "synthesize" else _demo)
 
 
 def _run_command(ap, args, command) -> int:
