@@ -23,7 +23,7 @@ LAYERS = (
     ("outofcore",),             # counts marginals of data too large for memory
     ("graphical", "metrics", "preprocessing"),
     ("federated",),
-    ("synthesizers.base", "synthesizers.select_measure"),
+    ("synthesizers.base", "synthesizers.select_measure", "synthesizers.rounds"),
     ("synthesizers.aim", "synthesizers.mst"),  # also the local learners of VertiMRF's parties
     ("synthesizers.hybrid", "synthesizers.partition", "synthesizers.vertical_mrf", "synthesizers.view"),
     ("synthesizers",),          # the package's __init__: re-exports its methods

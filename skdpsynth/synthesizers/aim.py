@@ -28,18 +28,21 @@ Workload-aware select-measure-generate:
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
 
 from ..domain import Domain
-from ..graphical import mirror_descent
+from ..graphical import GraphicalModel, mirror_descent
 from ..graphical.tables import num_threads, single_threaded_blas
 from ..marginals import marginals
 from ..params import Interval, Options
 from ..privacy import PrivacyLedger, lazy_exponential_mechanism
 from ..utils import check_memory
 from .base import BaseSynthesizer
+from .rounds import LedgerBudget, Round, fit_in_rounds
 from .select_measure import (
     CandidateErrors,
     ENGINE_PARAMETER_CONSTRAINTS,
@@ -334,82 +337,131 @@ class AIMSynthesizer(BaseSynthesizer):
         answers = {c: t.ravel() for c, t in marginals(codes, domain, candidates).items()}
         errors = CandidateErrors(domain, answers, candidates)
         weight = np.array([weights[c] for c in candidates], dtype=float)
-
-        sigma = np.sqrt(rounds / (2 * 0.9 * rho))
-        epsilon = np.sqrt(8 * 0.1 * rho / rounds)
-        one_way = [c for c in candidates if len(c) == 1]
-        measurements = measure_marginals(codes, domain, one_way, sigma, rng, ledger, label="1-way marginal")
-        rho_used = len(one_way) * 0.5 / sigma**2
-        model, info = mirror_descent(domain, measurements, iters=self.max_iters, tol=self.tol)
-
         self.selected_ = []
-        selector = _Selector(domain, candidates, weight, errors, self.scoring_, self.scoring_samples_,
-                             child_generator(rng))
-        per_round = self.selections_per_round_
-        terminate = False
-        while not terminate:
-            round_cost = per_round * (0.5 / sigma**2 + epsilon**2 / 8)
-            if rho - rho_used < 2 * round_cost:
-                # Last round: spend exactly what is left, 0.9 measuring and 0.1 selecting.
-                remaining = rho - rho_used
-                sigma = np.sqrt(per_round / (2 * 0.9 * remaining))
-                epsilon = np.sqrt(8 * 0.1 * remaining / per_round)
-                terminate = True
-            rho_used += per_round * (0.5 / sigma**2 + epsilon**2 / 8)
-            size_limit = self.max_model_size * rho_used / rho
-            chosen, n_scored = selector.select(model, per_round, sigma, epsilon, size_limit, rng, ledger)
-            new = measure_marginals(codes, domain, chosen, sigma, rng, ledger)
-            measurements += new
-            before = [model.project(c).ravel() for c in chosen]
-            # Warm start: the previous potentials, and the step size the last estimate ended with.  Stop once
-            # the model fits everything as well as the last one did, plus the new answers to their noise level
-            # (one χ² unit each): past that point the round only refines what later rounds and the final
-            # estimate refine anyway.  (Also holding the stop until the new clique alone fits to its noise
-            # level was measured worse on Adult at ε = 1: TVD2 0.0473 against 0.0428 on seed 1.)
-            # Annealing asks whether the *fitted* model moved less than the noise on the new cliques.  A round
-            # stopped as soon as it fits to the noise level has not finished moving, so the test would pass
-            # too soon (Adult, ε = 10, seed 0: σ halved at round 14 instead of 22, 30 rounds instead of 46,
-            # TVD3 0.0570 against 0.0549).  So a round whose test would pass goes on, chunk by chunk of
-            # _ANNEAL_CHECK_ITERS, until it fails.
-            threshold = np.sqrt(2 / np.pi) * sigma * sum(b.size for b in before)
+        steps = _AIMRounds(self, codes, domain, ledger, rng, rho, rounds, candidates, weight, errors)
+        self.model_ = fit_in_rounds(steps, LedgerBudget(rho, ledger))
+        self.n_records_ = self.model_.total
 
-            def moved_less_than_noise() -> bool:   # the annealing test, on the model's answers so far
-                return sum(np.abs(a - b).sum() for a, b in zip(after, before)) <= threshold
 
-            target = info.loss + sum(m.n_answers for m in new) if self.round_stopping == "noise" else None
-            model, info = mirror_descent(domain, measurements, potentials=model, iters=self.max_iters,
-                                         tol=self.tol, step_size=info.step_size, target_loss=target)
-            iterations, extra = info.iterations, 0
-            after = [model.project(c).ravel() for c in chosen]
-            if target is not None and not terminate:
-                for chunk in _ANNEAL_CHECK_ITERS:
-                    if not moved_less_than_noise():
-                        break
-                    model, info = mirror_descent(domain, measurements, potentials=model, iters=chunk,
-                                                 tol=self.tol, step_size=info.step_size)
-                    extra += info.iterations
-                    after = [model.project(c).ravel() for c in chosen]
-                    if info.iterations < chunk:   # converged: the movement is final
-                        break
-            self.selected_ += chosen
-            self._log(
-                f"round {len(self.selected_) // per_round}: {', '.join(map(str, chosen))} (sigma {sigma:.1f}), "
-                f"budget used {rho_used / rho:.1%}, residual {info.residual:.3f} sigma, model {model.size_mb():.2f} "
-                f"MB, {iterations + extra} iterations ({extra} after fitting to the noise), "
-                + (f"{len(candidates):,} candidates scored on {self.scoring_samples_:,} sampled records"
-                   if self.scoring_ == "sampled" else f"{n_scored:,} of {len(candidates):,} candidates scored")
-            )
-            if not terminate and moved_less_than_noise():
-                sigma /= 2
-                epsilon *= 2
-        self._log(f"{len(self.selected_)} rounds done; final estimation ({self.final_iters:,} iterations at most)")
-        # χ² of the true marginals: its expectation is the number of answers.
-        target = sum(m.n_answers for m in measurements) if self.final_stopping == "noise" else None
-        model, info = mirror_descent(domain, measurements, potentials=model, iters=self.final_iters, tol=self.tol,
-                                     step_size=info.step_size, target_loss=target,
-                                     callback=self._estimation_progress("final estimation", measurements,
-                                                                        self.final_iters))
-        self._log(f"final estimation: {info.iterations:,} iterations ({info.seconds:.1f} s), residual "
-                  f"{info.residual:.3f} sigma")
-        self.model_ = model
-        self.n_records_ = model.total
+@dataclass
+class _AIMRound(Round):
+    """A round's noise scale ``sigma``, selection ``epsilon`` and model-size limit; then what the estimate saw."""
+
+    sigma: float = 0.0
+    epsilon: float = 0.0
+    size_limit: float = 0.0
+    used_after: float = 0.0
+    chosen: list = field(default_factory=list)
+    n_scored: int = 0
+    moved_less_than_noise: Callable[[], bool] | None = None
+    iterations: int = 0
+    extra_iterations: int = 0
+
+
+class _AIMRounds:
+    """AIM's steps (step 2 to 4 of the module docstring) for :func:`~.rounds.fit_in_rounds`.
+
+    Each measurement's budget is ``ρ_t = ρ / rounds`` at first, split 0.9 to the Gaussian measurement
+    (``σ``) and 0.1 to the selection (``ε``); annealing halves ``σ`` and doubles ``ε``; the last round
+    takes exactly what the ledger says is left.
+    """
+
+    def __init__(self, synth: AIMSynthesizer, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float,
+                 rounds: int, candidates: list, weight: np.ndarray, errors: CandidateErrors):
+        self.synth, self.codes, self.domain, self.ledger, self.rng = synth, codes, domain, ledger, rng
+        self.rho, self.candidates, self.weight, self.errors = rho, candidates, weight, errors
+        self.sigma = np.sqrt(rounds / (2 * 0.9 * rho))
+        self.epsilon = np.sqrt(8 * 0.1 * rho / rounds)
+        self.per_round = synth.selections_per_round_
+
+    def initial_model(self) -> GraphicalModel:
+        """Every 1-way marginal measured with one round's ``σ``, and a first estimate."""
+        one_way = [c for c in self.candidates if len(c) == 1]
+        self.measurements = measure_marginals(self.codes, self.domain, one_way, self.sigma, self.rng, self.ledger,
+                                              label="1-way marginal")
+        model, self.info = mirror_descent(self.domain, self.measurements, iters=self.synth.max_iters,
+                                          tol=self.synth.tol)
+        self.selector = _Selector(self.domain, self.candidates, self.weight, self.errors, self.synth.scoring_,
+                                  self.synth.scoring_samples_, child_generator(self.rng))
+        return model
+
+    def plan(self, budget: LedgerBudget, number: int) -> _AIMRound:
+        """``σ`` and ``ε`` of the round; when less than two rounds' budget is left, those that spend it all."""
+        k, sigma, epsilon = self.per_round, self.sigma, self.epsilon
+        last = budget.left < 2 * k * (0.5 / sigma**2 + epsilon**2 / 8)
+        if last:   # 0.9 of what is left measuring and 0.1 selecting
+            remaining = budget.left
+            sigma = np.sqrt(k / (2 * 0.9 * remaining))
+            epsilon = np.sqrt(8 * 0.1 * remaining / k)
+        used_after = budget.fraction_used(planned=k * (0.5 / sigma**2 + epsilon**2 / 8))
+        return _AIMRound(number, last, sigma, epsilon, self.synth.max_model_size * used_after, used_after)
+
+    def select_and_measure(self, model: GraphicalModel, plan: _AIMRound) -> list:
+        plan.chosen, plan.n_scored = self.selector.select(model, self.per_round, plan.sigma, plan.epsilon,
+                                                          plan.size_limit, self.rng, self.ledger)
+        return measure_marginals(self.codes, self.domain, plan.chosen, plan.sigma, self.rng, self.ledger)
+
+    def estimate(self, model: GraphicalModel, plan: _AIMRound, new: list) -> GraphicalModel:
+        """Warm-started mirror descent, stopped at the noise level; longer while the annealing test would pass.
+
+        A round stops once the model fits everything as well as the last one did, plus the new answers to
+        their noise level (one χ² unit each): past that point it only refines what later rounds and the final
+        estimate refine anyway.  Annealing asks whether the *fitted* model moved less than the noise on the new
+        cliques; a round stopped at the noise level has not finished moving, so the test would pass too soon.
+        So a round whose test would pass goes on, chunk by chunk of ``_ANNEAL_CHECK_ITERS``, until it fails
+        (doc/engine.md).
+        """
+        synth, domain = self.synth, self.domain
+        self.measurements += new
+        before = [model.project(c).ravel() for c in plan.chosen]
+        threshold = np.sqrt(2 / np.pi) * plan.sigma * sum(b.size for b in before)
+        after: list = []
+
+        def moved_less_than_noise() -> bool:   # the annealing test, on the model's answers so far
+            return sum(np.abs(a - b).sum() for a, b in zip(after, before)) <= threshold
+
+        target = self.info.loss + sum(m.n_answers for m in new) if synth.round_stopping == "noise" else None
+        model, self.info = mirror_descent(domain, self.measurements, potentials=model, iters=synth.max_iters,
+                                          tol=synth.tol, step_size=self.info.step_size, target_loss=target)
+        plan.iterations = self.info.iterations
+        after = [model.project(c).ravel() for c in plan.chosen]
+        if target is not None and not plan.last:
+            for chunk in _ANNEAL_CHECK_ITERS:
+                if not moved_less_than_noise():
+                    break
+                model, self.info = mirror_descent(domain, self.measurements, potentials=model, iters=chunk,
+                                                  tol=synth.tol, step_size=self.info.step_size)
+                plan.extra_iterations += self.info.iterations
+                after = [model.project(c).ravel() for c in plan.chosen]
+                if self.info.iterations < chunk:   # converged: the movement is final
+                    break
+        plan.moved_less_than_noise = moved_less_than_noise
+        return model
+
+    def end_round(self, model: GraphicalModel, plan: _AIMRound) -> None:
+        """Record the picks; anneal (halve ``σ``, double ``ε``) if the model moved less than the noise."""
+        synth = self.synth
+        synth.selected_ += plan.chosen
+        synth._log(
+            f"round {len(synth.selected_) // self.per_round}: {', '.join(map(str, plan.chosen))} (sigma "
+            f"{plan.sigma:.1f}), budget used {plan.used_after:.1%}, residual {self.info.residual:.3f} sigma, model "
+            f"{model.size_mb():.2f} MB, {plan.iterations + plan.extra_iterations} iterations "
+            f"({plan.extra_iterations} after fitting to the noise), "
+            + (f"{len(self.candidates):,} candidates scored on {synth.scoring_samples_:,} sampled records"
+               if synth.scoring_ == "sampled" else f"{plan.n_scored:,} of {len(self.candidates):,} candidates scored")
+        )
+        if not plan.last and plan.moved_less_than_noise():
+            self.sigma, self.epsilon = plan.sigma / 2, plan.epsilon * 2
+
+    def final_model(self, model: GraphicalModel) -> GraphicalModel:
+        """The final estimate, stopped once every measurement fits to its noise level (χ² of the answers)."""
+        synth = self.synth
+        synth._log(f"{len(synth.selected_)} rounds done; final estimation ({synth.final_iters:,} iterations at most)")
+        target = sum(m.n_answers for m in self.measurements) if synth.final_stopping == "noise" else None
+        model, info = mirror_descent(self.domain, self.measurements, potentials=model, iters=synth.final_iters,
+                                     tol=synth.tol, step_size=self.info.step_size, target_loss=target,
+                                     callback=synth._estimation_progress("final estimation", self.measurements,
+                                                                         synth.final_iters))
+        synth._log(f"final estimation: {info.iterations:,} iterations ({info.seconds:.1f} s), residual "
+                   f"{info.residual:.3f} sigma")
+        return model

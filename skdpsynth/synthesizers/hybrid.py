@@ -44,6 +44,7 @@ from ..params import Interval, Options
 from ..privacy import (PrivacyLedger, cdp_epsilon, cdp_epsilon_loose, cdp_rho, cdp_rho_loose, exponential_mechanism,
                        warn_privacy_leak)
 from .base import BaseSynthesizer
+from .rounds import LedgerBudget, Round, fit_in_rounds
 from .select_measure import WORKLOAD_CONSTRAINT, filter_by_model_size, resolve_workload
 
 __all__ = ["HybridSynthesizer", "randdpgen", "RandDPGenResult", "budget_schedule"]
@@ -193,39 +194,14 @@ def randdpgen(
     >>> result.model.domain
     Domain(a=2, b=3, c=2)
     """
-    K, S = partition.n_slices, partition.n_vertical
-    e = int(n_repeats)
-
-    def variance(r: Clique, rho_prime: float) -> float:
-        """The variance model of the score and the annealing threshold (§3.3, G10)."""
-        if variance_model == "paper_bound":
-            return paper_bound_variance(K, S, rho_prime, e)
-        return measurement_variance(partition, domain, r, rho_prime, protocol=protocol, n_repeats=e,
-                                    shortcut=shortcut)
-
-    def dmm(r: Clique, rho_prime: float, what: str) -> tuple[np.ndarray, float]:
-        reply = measure(r, rho_prime, protocol=protocol, n_repeats=e, shortcut=shortcut)
-        values, var = combine(reply, domain)
-        ledger.add(f"{what} {' x '.join(map(str, r))} (DMM, {protocol})", NOISE_MECHANISMS[protocol],
-                   rho=reply.zcdp_charged, sensitivity=1.0, scale=math.sqrt(var), n_values=values.size,
-                   per_party=reply.party_rhos(), n_repeats=e)
-        return values, var
-
-    def covered(extra: list[Measurement], within: list[Measurement]) -> list[Measurement]:
-        """The selection measurements of marginals inside a measured clique (G22): they sharpen the
-        estimate without adding cliques (all of them would make the model a complete graph)."""
-        sets = [set(m.clique) for m in within]
-        return [m for m in extra if any(set(m.clique) <= c for c in sets)]
-
-    def sd(var: float) -> float:
-        return 1.0 if pgm_loss == "unweighted" else math.sqrt(var)
-
+    rounds = rounds or 16 * len(domain)
+    if init == "oneway" and len(domain) >= rounds:
+        raise ValueError(f"init='oneway' needs more rounds than attributes ({len(domain)}); got {rounds}.")
     # §3.4: W* (refined by Maxsize, no downward closure), weights w_r, OptPBA budgets ρ_r ∝ |r|^{2/3}.
     refined = list(dict.fromkeys(c for c, _ in workload if domain.size(c) <= max_cells))
     if not refined:
         raise ValueError(f"No workload marginal has at most max_cells={max_cells} cells.")
     weights = {r: sum(c * len(set(r) & set(s)) for s, c in workload) for r in refined}
-    sensitivity = max(weights.values())
     shares = {r: len(r) ** (2 / 3) for r in refined}
     norm = math.fsum(shares.values())
     selection_budgets = {r: alpha * rho * shares[r] / norm for r in refined}
@@ -237,97 +213,203 @@ def randdpgen(
                 f"workload marginals (e.g. {understated[0]}: |r| > S); the selection score and annealing threshold "
                 "use the paper's bound as configured, Private-PGM uses the exact variance. "
                 "variance_model='exact' uses the exact variance everywhere.", PaperBoundWarning, stacklevel=3)
+    # A repeated measurement counts at its nominal budget in the schedule (the ledger charges its true cost).
+    budget = LedgerBudget(rho, ledger, cost=lambda entry: entry.rho / entry.details.get("n_repeats", 1))
+    steps = _RandDPGenRounds(
+        measure, domain, partition, budget, refined, weights, selection_budgets, rng=rng, ledger=ledger,
+        alpha=alpha, beta=beta, rounds=rounds, anneal_factor=anneal_factor, protocol=protocol, shortcut=shortcut,
+        variance_model=variance_model, n_repeats=int(n_repeats), use_selection_measurements=use_selection_measurements,
+        charge_selection=charge_selection, init=init, pgm_loss=pgm_loss, max_iters=max_iters, final_iters=final_iters,
+        tol=tol, max_model_size=max_model_size, log=log)
+    model = fit_in_rounds(steps, budget)
+    result = steps.result
+    result.model = model
+    result.measurements = steps.measured
+    return result
 
-    # §3.5: every r in W* measured once with ρ_r (total αρ).
-    selection = {r: dmm(r, selection_budgets[r], "selection measurement") for r in refined}
-    selection_measurements = [Measurement(r, y, sd(v)) for r, (y, v) in selection.items()]
-    exact_selection = [Measurement(r, y, math.sqrt(v)) for r, (y, v) in selection.items()]
-    log(f"{len(refined)} workload marginals measured for selection (alpha = {alpha:g} of the budget)")
 
-    # §3.10: the initial model is uniform, scaled to the MVU total of the selection measurements.
-    total = max(minimum_variance_total(exact_selection), 1.0)
-    model = GraphicalModel(domain, {(a,): np.zeros(domain[a]) for a in domain}, total)
+@dataclass
+class _RandDPGenRound(Round):
+    """Round ``t``'s budget ``ρ_t``, the selection's ``ε_t`` and the measurement's share; then the pick."""
 
-    result = RandDPGenResult(model, refined, weights, selection_budgets,
-                             {r: (y, v) for r, (y, v) in selection.items()}, total_estimate=total)
-    rounds = rounds or 16 * len(domain)
-    measured: list[Measurement] = []
-    exact_measured: list[Measurement] = []
-    rho_next, rho_used, step = rho / rounds, 0.0, None
-    if init == "oneway":
-        # §3.10 option: every 1-way marginal measured with (1 − α)ρ_0 (no selection needed), each counted
-        # as a round of ρ_0, so that αρ + (1 − α) Σ ρ_t = ρ still holds.
-        if len(domain) >= rounds:
-            raise ValueError(f"init='oneway' needs more rounds than attributes ({len(domain)}); got {rounds}.")
-        for a in domain:
-            y, var = dmm((a,), (1 - alpha) * rho_next, "initial 1-way measurement")
-            measured.append(Measurement((a,), y, sd(var)))
-            exact_measured.append(Measurement((a,), y, math.sqrt(var)))
-            rho_used += rho_next
-            result.round_budgets.append(rho_next)
-        total = max(minimum_variance_total(exact_selection + exact_measured), 1.0)
-        model, info = mirror_descent(domain, measured, known_total=total, iters=max_iters, tol=tol)
-        step = info.step_size
-        log(f"{len(domain)} 1-way marginals measured; budget used {rho_used / rho:.1%}")
-    size_cache: dict = {}
-    # §3.9/§3.13: rounds until the budget is used up exactly.
-    while rho_used < rho * (1 - 1e-12):
-        rho_t = rho_next
-        rho_used += rho_t
-        epsilon_t = math.sqrt(8 * (1 - alpha - beta) * rho_t)
-        # G21: the score reads the data only through the (paid) selection measurements, so selection is
+    rho_t: float = 0.0
+    epsilon_t: float = 0.0
+    measure_share: float = 0.0
+    size_limit: float | None = None
+    chosen: Clique = ()
+    before: np.ndarray | None = None
+    residual: float = float("nan")
+
+
+class _RandDPGenRounds:
+    """The curator's steps of Algorithm 2 for :func:`~.rounds.fit_in_rounds`.
+
+    The rounds' budgets ``ρ_t`` (§3.9) start at ``ρ / rounds``, grow by ``anneal_factor`` when the model
+    barely moved, and sum to exactly ``ρ``: the ledger holds ``αρ`` of selection measurements and
+    ``(1 − α) ρ_t`` per round, so the rounds have used ``(spent − αρ) / (1 − α)`` of their ``ρ``.
+    """
+
+    def __init__(self, measure: Callable, domain: Domain, partition: HybridPartition, budget: LedgerBudget,
+                 refined: list,
+                 weights: dict, selection_budgets: dict, *, rng, ledger: PrivacyLedger, alpha: float, beta: float,
+                 rounds: int, anneal_factor: float, protocol: str, shortcut: bool, variance_model: str,
+                 n_repeats: int, use_selection_measurements: bool, charge_selection: bool, init: str, pgm_loss: str,
+                 max_iters: int, final_iters: int, tol: float, max_model_size: float | None, log: Callable):
+        self.measure, self.domain, self.partition, self.budget = measure, domain, partition, budget
+        self.rho = rho = budget.rho
+        self.refined, self.weights, self.selection_budgets = refined, weights, selection_budgets
+        self.rng, self.ledger, self.alpha, self.beta, self.rounds = rng, ledger, alpha, beta, rounds
+        self.anneal_factor, self.protocol, self.shortcut, self.e = anneal_factor, protocol, shortcut, n_repeats
+        self.variance_model, self.use_selection_measurements = variance_model, use_selection_measurements
+        self.charge_selection, self.init, self.pgm_loss = charge_selection, init, pgm_loss
+        self.max_iters, self.final_iters, self.tol, self.max_model_size = max_iters, final_iters, tol, max_model_size
+        self.log = log
+        self.sensitivity = max(weights.values())
+        self.measured: list[Measurement] = []
+        self.exact_measured: list[Measurement] = []
+        self.rho_next, self.step, self.size_cache = rho / rounds, None, {}
+
+    # -- the pieces every step uses --------------------------------------------------------------------------------
+    def variance(self, r: Clique, rho_prime: float) -> float:
+        """The variance model of the score and the annealing threshold (§3.3, G10)."""
+        if self.variance_model == "paper_bound":
+            return paper_bound_variance(self.partition.n_slices, self.partition.n_vertical, rho_prime, self.e)
+        return measurement_variance(self.partition, self.domain, r, rho_prime, protocol=self.protocol,
+                                    n_repeats=self.e, shortcut=self.shortcut)
+
+    def dmm(self, r: Clique, rho_prime: float, what: str) -> tuple[np.ndarray, float]:
+        """One distributed measurement of ``r`` at ``ρ'``, charged to the ledger at its true cost."""
+        reply = self.measure(r, rho_prime, protocol=self.protocol, n_repeats=self.e, shortcut=self.shortcut)
+        values, var = combine(reply, self.domain)
+        self.ledger.add(f"{what} {' x '.join(map(str, r))} (DMM, {self.protocol})", NOISE_MECHANISMS[self.protocol],
+                        rho=reply.zcdp_charged, sensitivity=1.0, scale=math.sqrt(var), n_values=values.size,
+                        per_party=reply.party_rhos(), n_repeats=self.e)
+        return values, var
+
+    def sd(self, var: float) -> float:
+        """The standard deviation Private-PGM weighs a measurement by."""
+        return 1.0 if self.pgm_loss == "unweighted" else math.sqrt(var)
+
+    def add_measurement(self, r: Clique, y: np.ndarray, var: float) -> None:
+        self.measured.append(Measurement(r, y, self.sd(var)))
+        self.exact_measured.append(Measurement(r, y, math.sqrt(var)))
+
+    def fit_on(self) -> list[Measurement]:
+        """The round measurements, and with ``use_selection_measurements`` the selection measurements of
+        marginals inside a measured clique (G22): they sharpen the estimate without adding cliques (all of
+        them would make the model a complete graph)."""
+        if not self.use_selection_measurements:
+            return self.measured
+        sets = [set(m.clique) for m in self.measured]
+        return self.measured + [m for m in self.selection_measurements if any(set(m.clique) <= c for c in sets)]
+
+    def total(self) -> float:
+        """The minimum-variance estimate of the record count from every measurement (§3.8)."""
+        return max(minimum_variance_total(self.exact_selection + self.exact_measured), 1.0)
+
+    # -- the steps -----------------------------------------------------------------------------------------------
+    def initial_model(self) -> GraphicalModel:
+        """§3.5: every ``r`` in W* measured once with ``ρ_r`` (total ``αρ``); §3.10: the first model."""
+        domain, alpha = self.domain, self.alpha
+        selection = {r: self.dmm(r, self.selection_budgets[r], "selection measurement") for r in self.refined}
+        self.selection = selection
+        self.selection_measurements = [Measurement(r, y, self.sd(v)) for r, (y, v) in selection.items()]
+        self.exact_selection = [Measurement(r, y, math.sqrt(v)) for r, (y, v) in selection.items()]
+        self.log(f"{len(self.refined)} workload marginals measured for selection (alpha = {alpha:g} of the budget)")
+        # The initial model is uniform, scaled to the MVU total of the selection measurements.
+        total = self.total()
+        model = GraphicalModel(domain, {(a,): np.zeros(domain[a]) for a in domain}, total)
+        self.result = RandDPGenResult(model, self.refined, self.weights, self.selection_budgets,
+                                      {r: (y, v) for r, (y, v) in selection.items()}, total_estimate=total)
+        if self.init == "oneway":
+            # §3.10 option: every 1-way marginal measured with (1 − α)ρ_0 (no selection needed), each counted
+            # as a round of ρ_0, so that αρ + (1 − α) Σ ρ_t = ρ still holds.
+            for a in domain:
+                self.add_measurement((a,), *self.dmm((a,), (1 - alpha) * self.rho_next, "initial 1-way measurement"))
+                self.result.round_budgets.append(self.rho_next)
+            self.result.total_estimate = self.total()
+            model, info = mirror_descent(domain, self.measured, known_total=self.result.total_estimate,
+                                         iters=self.max_iters, tol=self.tol)
+            self.step = info.step_size
+            self.log(f"{len(domain)} 1-way marginals measured; budget used {self.rounds_used() / self.rho:.1%}")
+        return model
+
+    def rounds_used(self) -> float:
+        """``Σ ρ_t`` so far, from the ledger: it holds ``αρ + (1 − α) Σ ρ_t`` (nominal)."""
+        return (self.budget.spent - self.alpha * self.rho) / (1 - self.alpha)
+
+    def plan(self, budget: LedgerBudget, number: int) -> _RandDPGenRound | None:
+        """§3.9/§3.13: the next ``ρ_t`` until the rounds have used up ``ρ`` exactly."""
+        used = self.rounds_used()
+        if used >= self.rho * (1 - 1e-12):
+            return None
+        rho_t = self.rho_next
+        # §G21: the score reads the data only through the (paid) selection measurements, so selection is
         # post-processing; without charging it, the round's whole (1 - alpha) rho_t goes to the measurement.
-        measure_share = beta if charge_selection else 1 - alpha
-        candidates = refined
-        if max_model_size is not None:
-            limit = max_model_size * min(rho_used / rho, 1.0)
-            candidates = filter_by_model_size(refined, domain, model.cliques, limit, size_cache) or refined
-        # §3.6: the modified quality score, penalised by the expected noise of both measurements.
+        measure_share = self.beta if self.charge_selection else 1 - self.alpha
+        limit = None if self.max_model_size is None else self.max_model_size * min((used + rho_t) / self.rho, 1.0)
+        return _RandDPGenRound(number, False, rho_t, math.sqrt(8 * (1 - self.alpha - self.beta) * rho_t),
+                               measure_share, limit)
+
+    def select_and_measure(self, model: GraphicalModel, plan: _RandDPGenRound) -> list[Measurement]:
+        """§3.6: the exponential mechanism on the modified quality score; §3.7: a DMM of the pick."""
+        domain, selection, rho_t = self.domain, self.selection, plan.rho_t
+        candidates = self.refined
+        if plan.size_limit is not None:
+            candidates = filter_by_model_size(self.refined, domain, model.cliques, plan.size_limit,
+                                              self.size_cache) or self.refined
+        # The score is penalised by the expected noise of both measurements.
         scores = np.array([
-            weights[r] * (np.abs(selection[r][0] - model.project(r).ravel()).sum()
-                          - math.sqrt(2 / math.pi) * math.sqrt(variance(r, measure_share * rho_t)
-                                                               + variance(r, selection_budgets[r]))
-                          * domain.size(r))
+            self.weights[r] * (np.abs(selection[r][0] - model.project(r).ravel()).sum()
+                               - math.sqrt(2 / math.pi) * math.sqrt(self.variance(r, plan.measure_share * rho_t)
+                                                                    + self.variance(r, self.selection_budgets[r]))
+                               * domain.size(r))
             for r in candidates
         ])
-        chosen = candidates[exponential_mechanism(
-            scores, epsilon=epsilon_t, sensitivity=sensitivity, random_state=rng,
-            ledger=ledger if charge_selection else None,
-            description=f"round {len(result.selected) + 1}: select a marginal")]
-        # §3.7: measure it with βρ_t (or (1 − α)ρ_t when selection is not charged).
-        y, var = dmm(chosen, measure_share * rho_t, f"round {len(result.selected) + 1}: measurement")
-        measured.append(Measurement(chosen, y, sd(var)))
-        exact_measured.append(Measurement(chosen, y, math.sqrt(var)))
-        before = model.project(chosen).ravel()
-        # §3.8: Private-PGM on all round measurements, total = MVU estimate, warm start.
-        total = max(minimum_variance_total(exact_selection + exact_measured), 1.0)
-        fit_on = measured + (covered(selection_measurements, measured) if use_selection_measurements else [])
-        model, info = mirror_descent(domain, fit_on, known_total=total, potentials=model, iters=max_iters,
-                                     tol=tol, step_size=step)
-        step = info.step_size
-        result.selected.append(chosen)
+        n = len(self.result.selected) + 1
+        plan.chosen = candidates[exponential_mechanism(
+            scores, epsilon=plan.epsilon_t, sensitivity=self.sensitivity, random_state=self.rng,
+            ledger=self.ledger if self.charge_selection else None, description=f"round {n}: select a marginal")]
+        # Measured with βρ_t (or (1 − α)ρ_t when selection is not charged).
+        y, var = self.dmm(plan.chosen, plan.measure_share * rho_t, f"round {n}: measurement")
+        self.add_measurement(plan.chosen, y, var)
+        plan.before = model.project(plan.chosen).ravel()
+        return self.measured[-1:]
+
+    def estimate(self, model: GraphicalModel, plan: _RandDPGenRound, new: list[Measurement]) -> GraphicalModel:
+        """§3.8: Private-PGM on all round measurements, total = MVU estimate, warm start."""
+        self.result.total_estimate = self.total()
+        model, info = mirror_descent(self.domain, self.fit_on(), known_total=self.result.total_estimate,
+                                     potentials=model, iters=self.max_iters, tol=self.tol, step_size=self.step)
+        self.step, plan.residual = info.step_size, info.residual
+        return model
+
+    def end_round(self, model: GraphicalModel, plan: _RandDPGenRound) -> None:
+        """§3.9: anneal when the model barely moved; the last round takes exactly what is left."""
+        result, rho_t = self.result, plan.rho_t
+        result.selected.append(plan.chosen)
         result.round_budgets.append(rho_t)
-        # §3.9: anneal when the model barely moved; the last round takes exactly what is left.
-        moved = np.abs(model.project(chosen).ravel() - before).sum()
-        threshold = math.sqrt(2 / math.pi) * math.sqrt(variance(chosen, measure_share * rho_t)) * domain.size(chosen)
-        rho_next = rho_t
+        moved = np.abs(model.project(plan.chosen).ravel() - plan.before).sum()
+        threshold = (math.sqrt(2 / math.pi) * math.sqrt(self.variance(plan.chosen, plan.measure_share * rho_t))
+                     * self.domain.size(plan.chosen))
+        self.rho_next = rho_t
         if moved <= threshold:
-            rho_next = anneal_factor * rho_t
+            self.rho_next = self.anneal_factor * rho_t
             result.anneal_events.append(len(result.selected))
-        if rho - rho_used <= 2 * rho_next * (1 + 1e-12):
-            rho_next = rho - rho_used
-        log(f"round {len(result.selected)}: {chosen}, budget used {rho_used / rho:.1%}, residual "
-            f"{info.residual:.3f} sigma, model {model.size_mb():.2f} MB"
-            + (" (annealed)" if result.anneal_events and result.anneal_events[-1] == len(result.selected) else ""))
-    if final_iters:
-        fit_on = measured + (covered(selection_measurements, measured) if use_selection_measurements else [])
-        model, info = mirror_descent(domain, fit_on, known_total=total, potentials=model, iters=final_iters,
-                                     tol=tol, step_size=step)
-        log(f"final estimation: {info.iterations} iterations, residual {info.residual:.3f} sigma")
-    result.model = model
-    result.measurements = measured
-    result.total_estimate = total
-    return result
+        used = self.rounds_used()
+        if self.rho - used <= 2 * self.rho_next * (1 + 1e-12):
+            self.rho_next = self.rho - used
+        self.log(f"round {len(result.selected)}: {plan.chosen}, budget used {used / self.rho:.1%}, residual "
+                 f"{plan.residual:.3f} sigma, model {model.size_mb():.2f} MB"
+                 + (" (annealed)" if result.anneal_events and result.anneal_events[-1] == len(result.selected)
+                    else ""))
+
+    def final_model(self, model: GraphicalModel) -> GraphicalModel:
+        if self.final_iters:
+            model, info = mirror_descent(self.domain, self.fit_on(), known_total=self.result.total_estimate,
+                                         potentials=model, iters=self.final_iters, tol=self.tol, step_size=self.step)
+            self.log(f"final estimation: {info.iterations} iterations, residual {info.residual:.3f} sigma")
+        return model
 
 
 class HybridSynthesizer(BaseSynthesizer):
@@ -783,14 +865,8 @@ class HybridSynthesizer(BaseSynthesizer):
                 max_iters=self.max_iters, final_iters=self.final_iters, tol=self.tol,
                 max_model_size=self.max_model_size, log=self._log if self.verbose else (lambda message: None))
         self.runtime_ = self._runtime_stats(federation.backend, public_roster=not simulated)
-        # Honest accounting (§3.3, §3.14): what was measured costs e times its nominal budget.
-        n_init = len(domain) if settings["init"] == "oneway" else 0
-        init_sum, loop_sum = math.fsum(result.round_budgets[:n_init]), math.fsum(result.round_budgets[n_init:])
-        if settings["charge_selection"]:
-            measured, selection = alpha * rho + (1 - alpha) * init_sum + beta * loop_sum, (1 - alpha - beta) * loop_sum
-        else:
-            measured, selection = alpha * rho + (1 - alpha) * (init_sum + loop_sum), 0.0
-        rho_true = e * measured + selection
+        # Honest accounting: the ledger charges every measurement its true cost, e times its nominal budget.
+        rho_true = ledger.total_rho()
         if e == 1 and not math.isclose(rho_true, rho, rel_tol=1e-9):
             raise RuntimeError(f"RandDPGen spent rho={rho_true!r}, not its budget {rho!r}.")
         self.privacy_report_ = {

@@ -38,142 +38,22 @@ from numbers import Integral, Real
 import numpy as np
 
 from ...domain import Domain
-from ...graphical import Measurement, mirror_descent
 from ...marginals import marginals
 from ...params import Interval, Options
-from ...privacy import (
-    PrivacyLedger,
-    exponential_mechanism,
-    gaussian_mechanism,
-    lazy_exponential_mechanism,
-    warn_privacy_leak,
-)
+from ...privacy import PrivacyLedger, warn_privacy_leak
 from ...utils import check_memory
 from ..base import BaseSynthesizer
+from ..rounds import LedgerBudget, fit_in_rounds
 from ..select_measure import (
     ENGINE_PARAMETER_CONSTRAINTS,
     WORKLOAD_CONSTRAINT,
-    child_generator,
     choose_engine,
     compile_workload,
-    held_by_model,
-    model_size_check,
     resolve_workload,
-    sampled_shares,
 )
-from .partitioning import aggregation_matrix, required_rho, uniform_estimate
-from .selection import SequenceCache, StrictOptions, contributions, paper_scores, strict_options
+from .rounds import PPSynRounds
 
 __all__ = ["PartitionSynthesizer"]
-
-# Strict mode rebuilds a candidate's partition sequence when its model marginal moved by more than this fraction
-# of the total in L1 since the sequence was built (post-processing of the public model; saves rebuilding hundreds
-# of sequences every round for marginals the last measurement barely touched).
-_REFRESH = 0.01
-# Strict mode's default cap on a multi-way sequence: partitions of up to 256 groups, plus single cells.
-_STRICT_MAX_STEPS = 255
-# Strict mode's default junction-tree size limit, MB (see ``max_model_size``).
-_STRICT_MAX_MODEL_MB = 10.0
-
-
-class _Budget:
-    """The budget used so far, and how one measurement's ``ρ_m`` is settled: clipped to ``round_budget``, never
-    more than is left, and all that is left when less than a selection's worth would remain."""
-
-    def __init__(self, rho: float, used: float, rho_sel: float, bounds, max_selections: int | None):
-        self.rho, self.used, self.rho_sel, self.bounds, self.max_selections = rho, used, rho_sel, bounds, max_selections
-
-    def settle(self, rho_m: float, strict: bool, n_selected: int) -> tuple[float, bool, bool]:
-        """``(rho_m, skipped, final)`` for a selection whose error target asks for ``rho_m``."""
-        # Never overshoot, never leave less than a selection's worth.
-        available = self.rho - self.used - self.rho_sel
-        if self.bounds is not None and np.isfinite(rho_m):
-            # A measurement gets at least the floor (less noise than its error target asks for; bounds the
-            # number of rounds and the model's growth) and at most the cap (no single marginal takes the rest).
-            rho_m = float(np.clip(rho_m, *self.bounds))
-        last = self.max_selections is not None and n_selected + 1 >= self.max_selections
-        # Skip only with room for a real round after it (2 ρ_sel: float rounding cannot leave a budget ≤ 0).
-        skipped = not np.isfinite(rho_m) and strict and available > 2 * self.rho_sel and not last
-        # The slack keeps float rounding from leaving a next round with a budget ≤ 0 (the round_budget floor
-        # makes exact ties likely).
-        slack = 1e-9 * self.rho
-        final = False
-        if not skipped and (not np.isfinite(rho_m) or rho_m > available
-                            or available - rho_m <= self.rho_sel + slack or last):
-            rho_m, final = available, True
-        return rho_m, skipped, final
-
-
-class _StrictSelector:
-    """Strict PartSele's options for a round, and which of them a round's next pick may take.
-
-    The deviations ``d_w = M_w(D) − M_w(p̂)`` use the model's marginals by inference (``"exact"``) or, for the
-    multi-way candidates no model clique holds, from records drawn from the model (``"sampled"``); either way
-    they depend on the data only through ``M_w(D)``, so each option's ``G`` has sensitivity 1.
-    """
-
-    def __init__(self, domain: Domain, candidates: list, answers, cache: SequenceCache, initial_proxy, eta: float,
-                 *, uniform: bool, partitions: bool, noise_per_group, scoring: str, n_samples: int, scoring_rng):
-        self.domain, self.candidates, self.answers, self.cache = domain, candidates, answers, cache
-        self.initial_proxy, self.eta, self.uniform, self.partitions = initial_proxy, eta, uniform, partitions
-        self.noise_per_group, self.scoring, self.n_samples, self.scoring_rng = (noise_per_group, scoring, n_samples,
-                                                                                scoring_rng)
-        self.position = {a: i for i, a in enumerate(domain.attrs)}
-        self._incidence = None
-
-    def options(self, model, eligible: list) -> tuple[StrictOptions, dict]:
-        """The round's (marginal, partition) options over ``eligible``, and the marginals partitioned."""
-        shares = None
-        if self.scoring == "sampled":
-            held = held_by_model(model, eligible)
-            projected = {w: model.project(w) for w, h in zip(eligible, held) if h}
-            shares = sampled_shares(model, [w for w, h in zip(eligible, held) if not h], self.n_samples,
-                                    self.scoring_rng)
-            projected.update((w, model.total * p) for w, p in shares.items())
-        else:
-            projected = {w: model.project(w) for w in eligible}
-        proxies = projected if self.initial_proxy is None else self.initial_proxy
-        options = strict_options(self.cache, eligible, proxies, {w: self.answers[w] - projected[w] for w in eligible},
-                                 self.eta, uniform=self.uniform, partitions=self.partitions,
-                                 noise_per_group=self.noise_per_group, sampled_shares=shares,
-                                 n_samples=self.n_samples, total=model.total)
-        return options, proxies
-
-    def pick(self, options: StrictOptions, eligible: list, model_cliques: list, chosen: list, limit,
-             size_cache: dict, *, epsilon: float, sensitivity: float, rng, ledger: PrivacyLedger,
-             description: str) -> int:
-        """The exponential mechanism for the round's next pick: the index of an option.
-
-        A pick must fit the size limit with the model and the round's earlier picks, and share at most one
-        attribute with each earlier pick (the round's utilities do not see them, and their neighbours would
-        otherwise look as under-fitted as before: AIM's rule, :class:`~skdpsynth.AIMSynthesizer`).  The size
-        test is costly on wide tables, so the lazy mechanism (same distribution) asks it only of the options
-        that could win.  With exact scoring the round's options already fit the model, and its first pick is
-        the plain mechanism over all of them.  Decided from released picks and public sizes only.
-        """
-        if not chosen and self.scoring == "exact":
-            return exponential_mechanism(options.utility, epsilon=epsilon, sensitivity=sensitivity,
-                                         random_state=rng, ledger=ledger, description=description)
-        if self._incidence is None or self._incidence[0] is not eligible:   # candidates × attributes, per round
-            incidence = np.zeros((len(eligible), len(self.position)), dtype=np.int32)
-            for i, w in enumerate(eligible):
-                incidence[i, [self.position[a] for a in w]] = 1
-            self._incidence = (eligible, incidence)
-        incidence = self._incidence[1]
-        picked = np.zeros((len(self.position), len(chosen)), dtype=np.int32)
-        for i, w in enumerate(chosen):
-            picked[[self.position[a] for a in w], i] = 1
-        shared = incidence @ picked
-        same = (shared == incidence.sum(axis=1)[:, None]) & (shared == picked.sum(axis=0)[None, :])
-        allowed = ((shared < 2) & ~same).all(axis=1)
-        upper = np.where(allowed[options.candidate], options.utility, -np.inf)
-        fits = (model_size_check(self.domain, list(model_cliques) + chosen, limit, size_cache) if limit is not None
-                else None)
-        return lazy_exponential_mechanism(
-            upper, upper.__getitem__, epsilon=epsilon, sensitivity=sensitivity,
-            eligible=None if fits is None else (lambda j: fits(eligible[int(options.candidate[j])])),
-            ledger=ledger, random_state=rng, description=description)
-
 
 class PartitionSynthesizer(BaseSynthesizer):
     """PPSyn: marginals measured through partitions of their cells, each with a budget from an error target.
@@ -427,45 +307,9 @@ class PartitionSynthesizer(BaseSynthesizer):
             raise ValueError("scoring='sampled' and selections_per_round > 1 apply to privacy_mode='strict'; paper "
                              "mode scores partitions of the true marginals one round at a time, as published.")
 
-    def _measure(self, m: tuple, labels: np.ndarray, rho_m: float, contribution: float | None, n_round: int,
-                 answers, measurements: list, budget: _Budget, rng, ledger: PrivacyLedger) -> bool:
-        """Lines 7-8 for one selection: the cap and spend-all rule, then noisy group sums (spec §10) and Est.
-
-        ``contribution`` is the released ``G̃`` (strict mode) or None (paper mode).  Returns whether this was
-        the final measurement.
-        """
-        strict = contribution is not None
-        rho_m, skipped, final = budget.settle(rho_m, strict, len(self.selected_))
-        record = {"clique": m, "round": n_round, "final": final}
-        if strict:
-            record["contribution"] = contribution
-        if skipped:   # S6: no feasible partition for the released contribution; measure nothing
-            budget.used += budget.rho_sel
-            record.update(n_groups=0, labels=None, rho=0.0, sigma=None, skipped=True)
-            self.selected_.append(record)
-            self._log(f"selection {len(self.selected_)}: {m} skipped (no feasible partition)")
-            return final
-        n_groups = int(labels.max()) + 1
-        sums = np.bincount(labels, weights=answers[m].ravel(), minlength=n_groups)
-        noisy_sums = gaussian_mechanism(np.rint(sums).astype(np.int64), rho=rho_m, random_state=rng,
-                                        ledger=ledger, description=f"selection {len(self.selected_) + 1}: "
-                                        f"{n_groups} group sums of {' x '.join(map(str, m))}")
-        sigma = 1.0 / np.sqrt(2 * rho_m)
-        if self.measurement_form == "uniform":
-            measurements.append(Measurement(m, uniform_estimate(labels, noisy_sums), sigma))
-        else:
-            measurements.append(Measurement(m, noisy_sums, sigma, query=aggregation_matrix(labels, n_groups)))
-        budget.used += budget.rho_sel + rho_m
-        record.update(n_groups=n_groups, labels=labels, rho=float(rho_m), sigma=float(sigma), skipped=False)
-        self.selected_.append(record)
-        self._log(f"selection {len(self.selected_)}: {m} in {n_groups}/{answers[m].size} groups (sigma "
-                  f"{sigma:.1f}), budget used {budget.used / budget.rho:.1%}")
-        return final
-
     # -- Algorithm 1 --------------------------------------------------------
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
         strict = self.privacy_mode == "strict"
-        eta = float(self.eta)
         T = self.rounds or (2 if strict else 16) * len(domain)
         bounds = self.round_budget
         if isinstance(bounds, str):   # "auto"
@@ -480,7 +324,6 @@ class PartitionSynthesizer(BaseSynthesizer):
                 "so the fit is NOT differentially private. Use privacy_mode='strict' for a DP guarantee.",
                 stacklevel=4, ledger=ledger,
                 description="PPSyn paper mode: partitions, budgets and scores from the raw data")
-
         workload = resolve_workload(self.workload, domain, self.max_cells, log=self._log)
         if self.candidates == "downward_closure":
             candidates = list(compile_workload(workload, domain))
@@ -491,125 +334,28 @@ class PartitionSynthesizer(BaseSynthesizer):
                      f"marginals ({cells:,.0f} cells) and their precomputed tables",
                      "Lower max_cells or use a smaller workload, or coarsen the domain.")
         answers = marginals(codes, domain, candidates)  # true counts, shaped; never leave the fit
+        self._choose_engine(domain, len(candidates), strict)
+        self.selected_ = []
+        budget = LedgerBudget(rho, ledger)
+        steps = PPSynRounds(self, codes, domain, ledger, rng, rho, candidates, answers, T, bounds)
+        self.model_ = fit_in_rounds(steps, budget)
+        self.n_records_ = self.model_.total
+        self.measurements_ = steps.measurements
+        self.rho_used_ = budget.spent
+        self.n_rounds_ = len(self.selected_)
+        self.epsilon_spent_ = ledger.epsilon(float(self.delta))
+        self.sequence_builds_ = steps.cache.builds
 
-        # Lines 1-3: 1-way marginals with init_frac·ρ, split ∝ c_i^{2/3} (spec §2.3, T1).
-        weights = np.array([domain[a] for a in domain], dtype=float) ** (2 / 3)
-        shares = self.init_frac * rho * weights / weights.sum()
-        measurements = []
-        for a, rho_a in zip(domain, shares):
-            y = gaussian_mechanism(answers[(a,)].ravel(), rho=float(rho_a), random_state=rng, ledger=ledger,
-                                   description=f"1-way marginal {a}")
-            measurements.append(Measurement((a,), y, 1.0 / np.sqrt(2 * rho_a)))
-        rho_used = float(shares.sum())
-        model, info = mirror_descent(domain, measurements, iters=self.max_iters, tol=self.tol)
-
-        # Line 4: the per-round selection budget.
-        rho_sel = self.select_frac * rho / T
-        if strict:
-            rho_em, rho_c = (1 - self.contr_frac) * rho_sel, self.contr_frac * rho_sel
-            if self.strict_utility == "gain":
-                # Expected |noise| of one group sum at the nominal round budget.
-                noise_per_group = np.sqrt(2 / np.pi) / np.sqrt(2 * (1 - self.init_frac - self.select_frac) * rho / T)
-                em_epsilon, em_sensitivity = np.sqrt(8 * rho_em), 1.0
-            else:
-                noise_per_group = None
-                em_epsilon, em_sensitivity = np.sqrt(8 * rho_em), eta
-        else:
-            em_epsilon, em_sensitivity = np.sqrt(8 * rho_sel), float(self.em_sensitivity or 1.0)
-        max_model_size = self.max_model_size
-        if isinstance(max_model_size, str):   # "auto"
-            max_model_size = _STRICT_MAX_MODEL_MB if strict else 80.0
-        max_steps = self.max_partition_steps
-        if max_steps == "auto":
-            max_steps = _STRICT_MAX_STEPS if strict else None
-        cache = SequenceCache(split_rule=self.split_rule, max_steps=max_steps, refresh=_REFRESH if strict else 0.0,
-                              first_steps=max_steps if strict and max_steps else 32)
-        # "initial_model": every candidate's proxy is the first (1-way) model's marginal, so sequences are built once.
-        initial_proxy = ({w: model.project(w) for w in candidates} if strict and self.partition_source == "initial_model"
-                         else None)
+    def _choose_engine(self, domain: Domain, n_candidates: int, strict: bool) -> None:
+        """``scoring_``, ``scoring_samples_`` and ``selections_per_round_`` from hyper-parameters and public sizes
+        (paper mode: exact scoring, one selection per round, as published)."""
         if strict:
             engine = choose_engine(self.scoring, self.scoring_samples, self.selections_per_round, len(domain),
-                                   len(candidates))
+                                   n_candidates)
         else:
-            engine = ("exact", choose_engine("auto", self.scoring_samples, 1, len(domain), len(candidates))[1], 1)
+            engine = ("exact", choose_engine("auto", self.scoring_samples, 1, len(domain), n_candidates)[1], 1)
         self.scoring_, self.scoring_samples_, self.selections_per_round_ = engine
         if strict:
             self._log(f"scoring: {self.scoring_}" + (f" on {self.scoring_samples_:,} records drawn from the model"
                                                       if self.scoring_ == "sampled" else "")
-                      + f" ({len(candidates):,} candidates); {self.selections_per_round_} selection(s) per round")
-            selector = _StrictSelector(
-                domain, candidates, answers, cache, initial_proxy, eta, uniform=self.measurement_form == "uniform",
-                partitions=max_steps != 0, noise_per_group=noise_per_group, scoring=self.scoring_,
-                n_samples=self.scoring_samples_, scoring_rng=child_generator(rng) if self.scoring_ == "sampled" else None)
-        budget = _Budget(rho, rho_used, rho_sel, bounds, self.max_rounds)
-        self.selected_ = []
-        size_cache: dict = {}
-
-        # Lines 5-11.
-        final, n_round = False, 0
-        while not final:
-            n_round += 1
-            limit = None if max_model_size is None else max_model_size * budget.used / rho
-            if limit is None or (strict and self.scoring_ == "sampled"):
-                eligible = candidates   # sampled scoring tests the size of the picks only (see _StrictSelector.pick)
-            else:
-                fits = model_size_check(domain, model.cliques, limit, size_cache)
-                eligible = [w for w in candidates if fits(w)] or candidates
-            n_measured = len(measurements)
-            if strict:
-                # S1-S5: public sequences, (marginal, partition) pairs chosen by the EM on a sensitivity-1 (gain) or
-                # -η (efficiency) utility, then the chosen pair's captured contribution released with noise.
-                options, proxies = selector.options(model, eligible)
-                chosen: list = []
-                for _ in range(self.selections_per_round_):
-                    n = len(self.selected_) + 1
-                    j = selector.pick(options, eligible, model.cliques, chosen, limit, size_cache, epsilon=em_epsilon,
-                                      sensitivity=em_sensitivity, rng=rng, ledger=ledger,
-                                      description=f"selection {n}: select a marginal and its partition")
-                    m = eligible[int(options.candidate[j])]
-                    chosen.append(m)
-                    noisy = gaussian_mechanism(np.array([options.captured[j]]), rho=rho_c, random_state=rng,
-                                               ledger=ledger, description=f"selection {n}: captured "
-                                               f"contribution of {' x '.join(map(str, m))}")
-                    contribution = max(0.0, float(noisy[0]))
-                    labels = (np.arange(answers[m].size) if options.step[j] < 0   # single cells: no sequence needed
-                              else options.labels(j, cache.get(m, proxies[m])[0]))
-                    rho_m = float(required_rho(options.sizes[j], options.errors[j], eta, contribution))
-                    final = self._measure(m, labels, rho_m, contribution, n_round, answers, measurements, budget,
-                                          rng, ledger)
-                    if final:
-                        break
-            else:
-                contr, projected = contributions(model, answers, eligible)
-                scores, chosen_pairs = paper_scores(cache, eligible, answers, contr, eta, self.termination)
-                n = len(self.selected_) + 1
-                m = eligible[exponential_mechanism(scores, epsilon=em_epsilon, sensitivity=em_sensitivity,
-                                                   random_state=rng, ledger=ledger,
-                                                   description=f"selection {n}: select a marginal")]
-                seq, t, rho_m = chosen_pairs[m]
-                if not np.isfinite(rho_m):
-                    t = len(seq) - 1  # nothing feasible: the finest partition built gets what is left
-                final = self._measure(m, seq.labels(t), rho_m, None, n_round, answers, measurements, budget, rng,
-                                      ledger)
-
-            if len(measurements) == n_measured:
-                continue   # every pick skipped: the model is unchanged
-            # Line 9: re-estimate, warm started.
-            model, info = mirror_descent(domain, measurements, potentials=model, iters=self.max_iters, tol=self.tol,
-                                         step_size=info.step_size)
-            self._log(f"after {len(self.selected_)} selections: budget used {budget.used / rho:.1%}, model "
-                      f"{model.size_mb():.2f} MB, {info.iterations} iterations")
-        rho_used = budget.used
-
-        self._log(f"{len(self.selected_)} selections in {n_round} rounds done; final estimation ({self.final_iters:,} iterations at most)")
-        model, info = mirror_descent(domain, measurements, potentials=model, iters=self.final_iters, tol=self.tol,
-                                     step_size=info.step_size,
-                                     callback=self._estimation_progress("final estimation", measurements,
-                                                                        self.final_iters))
-        self.model_ = model
-        self.n_records_ = model.total
-        self.measurements_ = measurements
-        self.rho_used_ = rho_used
-        self.n_rounds_ = len(self.selected_)
-        self.epsilon_spent_ = ledger.epsilon(float(self.delta))
-        self.sequence_builds_ = cache.builds
+                      + f" ({n_candidates:,} candidates); {self.selections_per_round_} selection(s) per round")
