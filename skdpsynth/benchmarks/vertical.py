@@ -182,7 +182,7 @@ def _mb(value) -> str:
     return "-" if value is None else f"{value:.0f}"
 
 
-def main(argv=None) -> dict:
+def _arguments(argv) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--epsilon", type=float, default=1.6)
     ap.add_argument("--n-sketches", type=int, default=2000, help="t")
@@ -195,7 +195,102 @@ def main(argv=None) -> dict:
                     help="one extra pass per measurement under tracemalloc for the Python peak (default on)")
     ap.add_argument("--json", type=Path, default=None, help="also write the raw numbers here")
     ap.add_argument("--verbose", type=int, default=0, help="verbosity of the reference fit")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def _measure_all(args, config, codes: np.ndarray, wire: list) -> list[dict]:
+    """Every party's run and encoding, then the server, ``--repeats`` times (plus the tracemalloc pass)."""
+    from . import vertical  # functions pickled by reference to the importable module, also under ``python -m``
+
+    rows = []
+    passes = [(r, False) for r in range(args.repeats)] + ([(args.repeats, True)] if args.tracemalloc else [])
+    for r, trace in passes:
+        tag = "tracemalloc pass" if trace else f"repeat {r}"
+        for i in range(len(config.parties)):
+            for kind in ("party", "encode"):
+                out = _call(args.isolate, vertical.measure, kind, config, i, _party_codes(config, i, codes), trace)
+                rows.append({**out, "repeat": r})
+                print(f"  {tag}: {kind:6} {config.parties[i][0]}: {out['seconds']:.1f} s", flush=True)
+        out = _call(args.isolate, vertical.measure, "server", config, None, wire, trace)
+        rows.append({**out, "repeat": r})
+        print(f"  {tag}: server: {out['seconds']:.1f} s", flush=True)
+    return rows
+
+
+class _Table:
+    """The results table: one line per measurement (min/median seconds, the traced pass, memory, target)."""
+
+    def __init__(self, rows: list[dict]):
+        self.timed = [x for x in rows if not x["traced"]]
+        self.traced = [x for x in rows if x["traced"]]
+        print(f"\n{'measurement':36} {'min s':>8} {'median s':>8} {'s traced':>9} {'tracemalloc':>11} "
+              f"{'RSS before->peak':>16} {'maxrss':>7}  target")
+
+    def median(self, kind, index, key="seconds") -> float:
+        return statistics.median(x[key] for x in self.timed if x["kind"] == kind and x["index"] == index)
+
+    def line(self, label, kind, index, key="seconds", target="", memory=True) -> float:
+        sub = [x for x in self.timed if x["kind"] == kind and x["index"] == index]
+        traced = [x for x in self.traced if x["kind"] == kind and x["index"] == index]
+        secs = f"{traced[0][key]:9.2f}" if traced else f"{'-':>9}"
+        if memory:
+            tm = _mb(traced[0]["tracemalloc_peak_mb"]) if traced else "-"
+            before = _mb(max((x["rss_before_mb"] or 0) for x in sub))
+            peak = _mb(None if any(x["peak_rss_mb"] is None for x in sub) else max(x["peak_rss_mb"] for x in sub))
+            mem = f"{tm:>8} MB {before:>6} ->{peak:>5} MB {max(x['maxrss_mb'] for x in sub):4.0f} MB"
+        else:
+            mem = f"{'':>11} {'':>16} {'':>7}"
+        print(f"{label:36} {_minmed([x[key] for x in sub])} {secs} {mem}  {target}")
+        return self.median(kind, index, key)
+
+
+def _summary(table: _Table, config) -> dict:
+    """The table's lines for every party and the server, and their medians against the targets."""
+    summary = {}
+    for i, (name, cols) in enumerate(config.parties):
+        run_s = table.line(f"{name}: VerticalParty.run (total)", "party", i,
+                           target=f"paper {PAPER['party_min']} min ({PAPER['party_min_40_threads']} min on 40 threads)")
+        local_s = table.line("    local model (AIM)", "party", i, "local_s", memory=False)
+        enc_in_run = table.line("    sketch encoding inside run", "party", i, "encode_s",
+                                target=f"< {TARGET_PARTY_S:.0f} s", memory=False)
+        table.line("    message serialisation (npz)", "party", i, "serialise_s", memory=False)
+        enc_med = table.median("encode", i)
+        enc_s = table.line(f"{name}: sketches.encode alone", "encode", i,
+                           target=f"< {TARGET_PARTY_S:.0f} s: {'yes' if enc_med < TARGET_PARTY_S else 'no'}")
+        summary[name] = {"run_median_s": run_s, "local_model_median_s": local_s,
+                         "encode_in_run_median_s": enc_in_run, "encode_alone_median_s": enc_s}
+    server_med = table.median("server", None)
+    server_s = table.line("server: VerticalServer.fit", "server", None,
+                          target=f"< {TARGET_SERVER_S:.0f} s: {'yes' if server_med < TARGET_SERVER_S else 'no'}; "
+                                 f"paper {PAPER['server_min']:.0f} min")
+    summary["server"] = {"median_s": server_s}
+    party_ok = all(v["run_median_s"] < TARGET_PARTY_S for k, v in summary.items() if k != "server")
+    print(f"whole party side (local model + encoding) < {TARGET_PARTY_S:.0f} s for every party: "
+          f"{'yes' if party_ok else 'no'}")
+    return summary
+
+
+def _print_messages(config, wire: list, rows: list[dict], isolate: bool) -> None:
+    """The messages' sizes, the server's model, and what the table's columns mean."""
+    print(f"\nmessages (npz, compressed; what crosses the trust boundary) -- paper: {PAPER['comm']} in total")
+    for i, (name, _) in enumerate(config.parties):
+        p = next(x for x in rows if x["kind"] == "party" and x["index"] == i)
+        print(f"  {name}: {len(wire[i]):,} bytes ({len(wire[i]) / 1e6:.3f} MB); sketch tensor {p['sketch_shape']} "
+              f"{p['sketch_dtype']} = {p['sketch_bytes']:,} bytes raw")
+    total = sum(len(b) for b in wire)
+    print(f"  total: {total:,} bytes = {total / 1e6:.3f} MB = {total * 8 / 1e6:.2f} Mbit")
+    srv = next(x for x in rows if x["kind"] == "server")
+    print(f"server model: {srv['n_cliques']} cliques (largest {srv['max_clique_cells']:,} cells), "
+          f"{srv['n_cross_marginals']} cross-party marginals")
+    print("s traced: seconds of the tracemalloc pass (tracemalloc slows allocation-heavy code); tracemalloc: its "
+          "peak of traced (Python + NumPy) allocations during the call; RSS before->peak: resident set before the "
+          "call and its high-water mark during it (VmHWM, reset before the call); maxrss: getrusage ru_maxrss of "
+          "the measuring process (" + ("a fresh process; inherits this process's high-water mark at spawn"
+                                      if isolate else "in-process; resetting VmHWM resets it too") + ")")
+
+
+def main(argv=None) -> dict:
+    args = _arguments(argv)
     from . import vertical  # functions pickled by reference to the importable module, also under ``python -m``
 
     frame, domain = load_adult(args.data_dir.resolve())
@@ -214,79 +309,9 @@ def main(argv=None) -> dict:
           f"ru_maxrss {ref['maxrss_mb']:.0f} MB; n_hat={ref['n_hat']:.0f}, eps'={config.budget.epsilon_prime:.4g}, "
           f"k_p={k_p}, alpha_min={alpha_min}; "
           + "; ".join(f"{name}: {len(cols)} columns" for name, cols in config.parties), flush=True)
-
-    rows = []
-    passes = [(r, False) for r in range(args.repeats)] + ([(args.repeats, True)] if args.tracemalloc else [])
-    for r, trace in passes:
-        tag = "tracemalloc pass" if trace else f"repeat {r}"
-        for i in range(len(config.parties)):
-            for kind in ("party", "encode"):
-                out = _call(args.isolate, vertical.measure, kind, config, i, _party_codes(config, i, codes), trace)
-                rows.append({**out, "repeat": r})
-                print(f"  {tag}: {kind:6} {config.parties[i][0]}: {out['seconds']:.1f} s", flush=True)
-        out = _call(args.isolate, vertical.measure, "server", config, None, wire, trace)
-        rows.append({**out, "repeat": r})
-        print(f"  {tag}: server: {out['seconds']:.1f} s", flush=True)
-
-    timed_rows = [x for x in rows if not x["traced"]]
-    traced_rows = [x for x in rows if x["traced"]]
-    print(f"\n{'measurement':36} {'min s':>8} {'median s':>8} {'s traced':>9} {'tracemalloc':>11} "
-          f"{'RSS before->peak':>16} {'maxrss':>7}  target")
-
-    def median(kind, index, key="seconds"):
-        return statistics.median(x[key] for x in timed_rows if x["kind"] == kind and x["index"] == index)
-
-    def line(label, kind, index, key="seconds", target="", memory=True):
-        sub = [x for x in timed_rows if x["kind"] == kind and x["index"] == index]
-        traced = [x for x in traced_rows if x["kind"] == kind and x["index"] == index]
-        secs = f"{traced[0][key]:9.2f}" if traced else f"{'-':>9}"
-        if memory:
-            tm = _mb(traced[0]["tracemalloc_peak_mb"]) if traced else "-"
-            before = _mb(max((x["rss_before_mb"] or 0) for x in sub))
-            peak = _mb(None if any(x["peak_rss_mb"] is None for x in sub) else max(x["peak_rss_mb"] for x in sub))
-            mem = f"{tm:>8} MB {before:>6} ->{peak:>5} MB {max(x['maxrss_mb'] for x in sub):4.0f} MB"
-        else:
-            mem = f"{'':>11} {'':>16} {'':>7}"
-        print(f"{label:36} {_minmed([x[key] for x in sub])} {secs} {mem}  {target}")
-        return median(kind, index, key)
-
-    summary = {}
-    for i, (name, cols) in enumerate(config.parties):
-        run_s = line(f"{name}: VerticalParty.run (total)", "party", i,
-                     target=f"paper {PAPER['party_min']} min ({PAPER['party_min_40_threads']} min on 40 threads)")
-        local_s = line("    local model (AIM)", "party", i, "local_s", memory=False)
-        enc_in_run = line("    sketch encoding inside run", "party", i, "encode_s",
-                          target=f"< {TARGET_PARTY_S:.0f} s", memory=False)
-        line("    message serialisation (npz)", "party", i, "serialise_s", memory=False)
-        enc_med = median("encode", i)
-        enc_s = line(f"{name}: sketches.encode alone", "encode", i,
-                     target=f"< {TARGET_PARTY_S:.0f} s: {'yes' if enc_med < TARGET_PARTY_S else 'no'}")
-        summary[name] = {"run_median_s": run_s, "local_model_median_s": local_s,
-                         "encode_in_run_median_s": enc_in_run, "encode_alone_median_s": enc_s}
-    server_med = median("server", None)
-    server_s = line("server: VerticalServer.fit", "server", None,
-                    target=f"< {TARGET_SERVER_S:.0f} s: {'yes' if server_med < TARGET_SERVER_S else 'no'}; paper "
-                           f"{PAPER['server_min']:.0f} min")
-    summary["server"] = {"median_s": server_s}
-    party_ok = all(v["run_median_s"] < TARGET_PARTY_S for k, v in summary.items() if k != "server")
-    print(f"whole party side (local model + encoding) < {TARGET_PARTY_S:.0f} s for every party: "
-          f"{'yes' if party_ok else 'no'}")
-
-    print(f"\nmessages (npz, compressed; what crosses the trust boundary) -- paper: {PAPER['comm']} in total")
-    for i, (name, _) in enumerate(config.parties):
-        p = next(x for x in rows if x["kind"] == "party" and x["index"] == i)
-        print(f"  {name}: {len(wire[i]):,} bytes ({len(wire[i]) / 1e6:.3f} MB); sketch tensor {p['sketch_shape']} "
-              f"{p['sketch_dtype']} = {p['sketch_bytes']:,} bytes raw")
-    total = sum(len(b) for b in wire)
-    print(f"  total: {total:,} bytes = {total / 1e6:.3f} MB = {total * 8 / 1e6:.2f} Mbit")
-    srv = next(x for x in rows if x["kind"] == "server")
-    print(f"server model: {srv['n_cliques']} cliques (largest {srv['max_clique_cells']:,} cells), "
-          f"{srv['n_cross_marginals']} cross-party marginals")
-    print("s traced: seconds of the tracemalloc pass (tracemalloc slows allocation-heavy code); tracemalloc: its "
-          "peak of traced (Python + NumPy) allocations during the call; RSS before->peak: resident set before the "
-          "call and its high-water mark during it (VmHWM, reset before the call); maxrss: getrusage ru_maxrss of "
-          "the measuring process (" + ("a fresh process; inherits this process's high-water mark at spawn"
-                                      if args.isolate else "in-process; resetting VmHWM resets it too") + ")")
+    rows = _measure_all(args, config, codes, wire)
+    summary = _summary(_Table(rows), config)
+    _print_messages(config, wire, rows, args.isolate)
     result = {"config": {"epsilon": args.epsilon, "n_sketches": args.n_sketches, "parties": args.parties,
                          "n": n, "repeats": args.repeats, "isolate": args.isolate},
               "reference_fit_s": ref["seconds"], "message_bytes": [len(b) for b in wire], "rows": rows,
