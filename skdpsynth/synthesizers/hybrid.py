@@ -1,22 +1,24 @@
 """RandDPGen: DP synthetic data from hybrid (horizontal × vertical) partitioned tables.
 
 Zhang, Li, Lei, Ma & Liu, *High-dimensional Hybrid Partitioned Data Release
-under Differential Privacy* (implementation spec: ``hybrid.md``; section
-numbers below refer to it).  K·S parties: K disjoint row slices, each slice's
-columns split among its parties; a semi-trusted curator runs AIM's
-select–measure–generate loop, measuring marginals with the distributed
-marginal measurement (DMM, §3.2) of :mod:`skdpsynth.federated`.
+under Differential Privacy*; section, algorithm and theorem numbers below
+are the paper's, and ``doc/deviations.md`` lists where this module departs
+from it.  K·S parties: K disjoint row slices, each slice's columns split
+among its parties; a semi-trusted curator runs AIM's select–measure–generate
+loop, measuring marginals with the distributed marginal measurement (DMM,
+Algorithm 1, §4.1) of :mod:`skdpsynth.federated`.
 
-:func:`randdpgen` is the curator's side of Algorithm 2 (§3.13).  It reads the
+:func:`randdpgen` is the curator's side of Algorithm 2 (§4.3).  It reads the
 parties only through a ``measure(r, ρ')`` callable returning noisy messages,
 plus public metadata (domain, partition), so it runs unchanged against a
 :class:`~skdpsynth.federated.ReplayFederation` that holds no data.
 :class:`HybridSynthesizer` is the scikit-learn estimator around it.
 
-Honest accounting (§3.3, §3.14).  The selection measurements cost ``αρ`` in
-total, each round ``(1 − α − β)ρ_t`` (exponential mechanism) plus ``βρ_t``
-(measurement), and the rounds' ``ρ_t`` sum to exactly ``ρ``, so the ledger
-sums to ``ρ``.  The paper's IDMM (``n_repeats = e > 1``; its experiments use
+Honest accounting (Theorem 5.1, §5.1; ``doc/deviations.md``, "Honest IDMM
+accounting").  The selection measurements cost ``αρ`` in total, each round
+``(1 − α − β)ρ_t`` (exponential mechanism) plus ``βρ_t`` (measurement), and
+the rounds' ``ρ_t`` sum to exactly ``ρ``, so the ledger sums to ``ρ``.  The
+paper's IDMM (App. D, Algorithm 5; ``n_repeats = e > 1``; its experiments use
 ``e = K·S``) divides every measurement's variance by ``e`` and therefore costs
 ``e`` times as much: the ledger then sums to ``ρ_true = (e(α+β) + 1−α−β) ρ``,
 and a warning gives the true (ε, δ).
@@ -55,7 +57,10 @@ _PGM_LOSSES = ("weighted", "unweighted")
 
 
 class PaperBoundWarning(UserWarning):
-    """Theorem 4.1's ``K S² / (2ρ)`` understates a marginal's true DMM variance (spec G35)."""
+    """Theorem 4.1's ``K S² / (2ρ)`` understates a marginal's true DMM variance.
+
+    See ``doc/deviations.md``, "The paper's variance bound can fail".
+    """
 
 
 @dataclass
@@ -90,7 +95,7 @@ class RandDPGenResult:
 
 
 def budget_schedule(rho: float, rounds: int, anneal: Callable[[int], bool], anneal_factor: float = 4.0):
-    """The per-round budgets ``ρ_t`` of §3.9 for a given sequence of annealing decisions.
+    """The per-round budgets ``ρ_t`` (Algorithm 2, lines 2, 5–7, 12–18) for a sequence of annealing decisions.
 
     ``anneal(t)`` says whether round ``t`` (1-based) triggers annealing.
     Returns the list of ``ρ_t``; they sum to ``ρ`` (the last round takes
@@ -144,7 +149,7 @@ def randdpgen(
     max_model_size: float | None = None,
     log: Callable[[str], None] = lambda message: None,
 ) -> RandDPGenResult:
-    """The curator's side of RandDPGen (Algorithm 2 as normalized in spec §3.13).
+    """The curator's side of RandDPGen (Algorithm 2, §4.3, with the choices of ``doc/deviations.md``).
 
     Parameters
     ----------
@@ -197,7 +202,8 @@ def randdpgen(
     rounds = rounds or 16 * len(domain)
     if init == "oneway" and len(domain) >= rounds:
         raise ValueError(f"init='oneway' needs more rounds than attributes ({len(domain)}); got {rounds}.")
-    # §3.4: W* (refined by Maxsize, no downward closure), weights w_r, OptPBA budgets ρ_r ∝ |r|^{2/3}.
+    # Algorithm 2 lines 3-4 (§4.3): W* (refined by Maxsize, no downward closure), weights w_r, OptPBA budgets
+    # ρ_r ∝ |r|^{2/3}.
     refined = list(dict.fromkeys(c for c, _ in workload if domain.size(c) <= max_cells))
     if not refined:
         raise ValueError(f"No workload marginal has at most max_cells={max_cells} cells.")
@@ -244,9 +250,9 @@ class _RandDPGenRound(Round):
 class _RandDPGenRounds:
     """The curator's steps of Algorithm 2 for :func:`~.rounds.fit_in_rounds`.
 
-    The rounds' budgets ``ρ_t`` (§3.9) start at ``ρ / rounds``, grow by ``anneal_factor`` when the model
-    barely moved, and sum to exactly ``ρ``: the ledger holds ``αρ`` of selection measurements and
-    ``(1 − α) ρ_t`` per round, so the rounds have used ``(spent − αρ) / (1 − α)`` of their ``ρ``.
+    The rounds' budgets ``ρ_t`` (Algorithm 2, lines 2, 5–7 and 12–18) start at ``ρ / rounds``, grow by
+    ``anneal_factor`` when the model barely moved, and sum to exactly ``ρ``: the ledger holds ``αρ`` of selection
+    measurements and ``(1 − α) ρ_t`` per round, so the rounds have used ``(spent − αρ) / (1 − α)`` of their ``ρ``.
     """
 
     def __init__(self, measure: Callable, domain: Domain, partition: HybridPartition, budget: LedgerBudget,
@@ -271,7 +277,8 @@ class _RandDPGenRounds:
 
     # -- the pieces every step uses --------------------------------------------------------------------------------
     def variance(self, r: Clique, rho_prime: float) -> float:
-        """The variance model of the score and the annealing threshold (§3.3, G10)."""
+        """The variance model of the score and the annealing threshold (Theorem 4.1's bound or the exact one;
+        ``doc/deviations.md``, "Exact DMM variance in the score and annealing")."""
         if self.variance_model == "paper_bound":
             return paper_bound_variance(self.partition.n_slices, self.partition.n_vertical, rho_prime, self.e)
         return measurement_variance(self.partition, self.domain, r, rho_prime, protocol=self.protocol,
@@ -296,20 +303,21 @@ class _RandDPGenRounds:
 
     def fit_on(self) -> list[Measurement]:
         """The round measurements, and with ``use_selection_measurements`` the selection measurements of
-        marginals inside a measured clique (G22): they sharpen the estimate without adding cliques (all of
-        them would make the model a complete graph)."""
+        marginals inside a measured clique (``doc/deviations.md``, "Selection measurements feed the model"): they
+        sharpen the estimate without adding cliques (all of them would make the model a complete graph)."""
         if not self.use_selection_measurements:
             return self.measured
         sets = [set(m.clique) for m in self.measured]
         return self.measured + [m for m in self.selection_measurements if any(set(m.clique) <= c for c in sets)]
 
     def total(self) -> float:
-        """The minimum-variance estimate of the record count from every measurement (§3.8)."""
+        """The minimum-variance estimate of the record count from every measurement (§4.2, App. C)."""
         return max(minimum_variance_total(self.exact_selection + self.exact_measured), 1.0)
 
     # -- the steps -----------------------------------------------------------------------------------------------
     def initial_model(self) -> GraphicalModel:
-        """§3.5: every ``r`` in W* measured once with ``ρ_r`` (total ``αρ``); §3.10: the first model."""
+        """Every ``r`` in W* measured once with ``ρ_r`` (total ``αρ``, §4.3); the first model (Algorithm 2,
+        line 1)."""
         domain, alpha = self.domain, self.alpha
         selection = {r: self.dmm(r, self.selection_budgets[r], "selection measurement") for r in self.refined}
         self.selection = selection
@@ -322,8 +330,8 @@ class _RandDPGenRounds:
         self.result = RandDPGenResult(model, self.refined, self.weights, self.selection_budgets,
                                       {r: (y, v) for r, (y, v) in selection.items()}, total_estimate=total)
         if self.init == "oneway":
-            # §3.10 option: every 1-way marginal measured with (1 − α)ρ_0 (no selection needed), each counted
-            # as a round of ρ_0, so that αρ + (1 − α) Σ ρ_t = ρ still holds.
+            # A measured 1-way start (doc/deviations.md): every 1-way marginal measured with (1 − α)ρ_0 (no
+            # selection needed), each counted as a round of ρ_0, so that αρ + (1 − α) Σ ρ_t = ρ still holds.
             for a in domain:
                 self.add_measurement((a,), *self.dmm((a,), (1 - alpha) * self.rho_next, "initial 1-way measurement"))
                 self.result.round_budgets.append(self.rho_next)
@@ -339,20 +347,22 @@ class _RandDPGenRounds:
         return (self.budget.spent - self.alpha * self.rho) / (1 - self.alpha)
 
     def plan(self, budget: LedgerBudget, number: int) -> _RandDPGenRound | None:
-        """§3.9/§3.13: the next ``ρ_t`` until the rounds have used up ``ρ`` exactly."""
+        """The next ``ρ_t`` (Algorithm 2, lines 2, 5–7 and 12–18) until the rounds have used up ``ρ`` exactly."""
         used = self.rounds_used()
         if used >= self.rho * (1 - 1e-12):
             return None
         rho_t = self.rho_next
-        # §G21: the score reads the data only through the (paid) selection measurements, so selection is
-        # post-processing; without charging it, the round's whole (1 - alpha) rho_t goes to the measurement.
+        # The score reads the data only through the (paid) selection measurements, so selection is
+        # post-processing; without charging it, the round's whole (1 - alpha) rho_t goes to the measurement
+        # (doc/deviations.md, "Selection is not charged").
         measure_share = self.beta if self.charge_selection else 1 - self.alpha
         limit = None if self.max_model_size is None else self.max_model_size * min((used + rho_t) / self.rho, 1.0)
         return _RandDPGenRound(number, False, rho_t, math.sqrt(8 * (1 - self.alpha - self.beta) * rho_t),
                                measure_share, limit)
 
     def select_and_measure(self, model: GraphicalModel, plan: _RandDPGenRound) -> list[Measurement]:
-        """§3.6: the exponential mechanism on the modified quality score; §3.7: a DMM of the pick."""
+        """The exponential mechanism on the quality score of App. A (Algorithm 2, lines 8–9); a DMM of the pick
+        (line 10)."""
         domain, selection, rho_t = self.domain, self.selection, plan.rho_t
         candidates = self.refined
         if plan.size_limit is not None:
@@ -377,7 +387,7 @@ class _RandDPGenRounds:
         return self.measured[-1:]
 
     def estimate(self, model: GraphicalModel, plan: _RandDPGenRound, new: list[Measurement]) -> GraphicalModel:
-        """§3.8: Private-PGM on all round measurements, total = MVU estimate, warm start."""
+        """Private-PGM on all round measurements (Algorithm 2, line 11; §4.2), total = MVU estimate, warm start."""
         self.result.total_estimate = self.total()
         model, info = mirror_descent(self.domain, self.fit_on(), known_total=self.result.total_estimate,
                                      potentials=model, iters=self.max_iters, tol=self.tol, step_size=self.step)
@@ -385,7 +395,7 @@ class _RandDPGenRounds:
         return model
 
     def end_round(self, model: GraphicalModel, plan: _RandDPGenRound) -> None:
-        """§3.9: anneal when the model barely moved; the last round takes exactly what is left."""
+        """Anneal when the model barely moved (Algorithm 2, lines 12–18); the last round takes what is left."""
         result, rho_t = self.result, plan.rho_t
         result.selected.append(plan.chosen)
         result.round_budgets.append(rho_t)
@@ -457,7 +467,8 @@ class HybridSynthesizer(BaseSynthesizer):
     anneal_factor : float, default=4.0
         ρ_t is multiplied by this when the model barely moves.
     protocol : {"secure_sum", "indicator"}, default="secure_sum"
-        How parties' answers combine (spec §3.2): a simulated secure
+        How parties' answers combine (Algorithm 1, §4.1; ``doc/deviations.md``,
+        "Noise-share counts (protocol A)"): a simulated secure
         aggregation of noise-share counts (exact variance ``V_A``), or the
         paper's literal per-record noisy indicator vectors (much noisier).
     local_marginal_shortcut : bool, default=True
@@ -480,18 +491,21 @@ class HybridSynthesizer(BaseSynthesizer):
         ``privacy_report_`` gives the nominal and the true (ε, δ).
     use_selection_measurements : bool, optional
         Also feed Private-PGM the αρ selection measurements of marginals that
-        lie inside a measured marginal (spec G22; default True, the paper does
-        not use them; feeding all of them would make the model a complete graph).
+        lie inside a measured marginal (default True, the paper does not use
+        them; feeding all of them would make the model a complete graph;
+        ``doc/deviations.md``, "Selection measurements feed the model").
     charge_selection : bool, optional
         Charge each round's exponential mechanism ``(1 − α − β)ρ_t`` (the
         paper).  The score reads the data only through the already-paid
-        selection measurements, so selection is post-processing (spec G21):
+        selection measurements, so selection is post-processing
+        (``doc/deviations.md``, "Selection is not charged"):
         ``False`` (default) gives the round's whole ``(1 − α)ρ_t`` to its
         measurement and ``beta`` is unused.
     init : {"oneway", "uniform"}, optional
         The initial model: fitted to every 1-way marginal measured first
-        (default; AIM-style, each charged like a round of ``ρ/T``, spec
-        §3.10), or uniform over the domain (the paper, free).
+        (default; AIM-style, each charged like a round of ``ρ/T``;
+        ``doc/deviations.md``, "A measured 1-way start"), or uniform over the
+        domain (the paper's Algorithm 2, line 1; free).
     pgm_loss : {"weighted", "unweighted"}, default="weighted"
         σ-weighted Private-PGM loss, or the paper's line 11 literally.
     max_iters, final_iters : int, default=1000
@@ -500,8 +514,8 @@ class HybridSynthesizer(BaseSynthesizer):
     max_model_size : float or None, default=80.0
         Junction-tree size limit in MB, scaled by the share of the budget
         used (as in AIM): candidates whose addition would exceed it are
-        skipped.  The spec leaves it off by default (G19); without it a fit
-        on Adult at ε = 1 grew a 57 GiB junction tree, so it is on here.
+        skipped.  The paper has no such limit, but without it a model can
+        outgrow memory (``doc/deviations.md``, "A junction-tree size limit").
         ``None`` turns it off.
     sampling : {"round", "sample"}, default="round"
     secure_computation : {"simulated", "cryptographic"}, default="simulated"
@@ -521,11 +535,12 @@ class HybridSynthesizer(BaseSynthesizer):
     Notes
     -----
     **Defaults.**  Hyper-parameters left at None take the recommended
-    values: every one is sound and is an option the spec describes (G21,
-    G22, G10, §3.10); α = 0.3 and T = 4·d were chosen on Adult and NLTCS at
-    ε ∈ {0.2, 1} with K = S = 2 (3 seeds each), where this combination beat
-    the paper's literal settings everywhere (Adult, ε = 1: average 2-way TVD
-    0.059 vs 0.126; NLTCS: 0.013 vs 0.029) — see ``examples/reproduce_randdpgen.py``.
+    values: every one is sound, and ``doc/deviations.md`` gives each one's
+    reason ("Selection is not charged", "Selection measurements feed the
+    model", "Exact DMM variance in the score and annealing", "A measured
+    1-way start"); α = 0.3 and T = 4·d beat the paper's literal settings on
+    Adult and NLTCS ("Defaults chosen on Adult and NLTCS"; the measurements
+    are in ``doc/federated.md``).
 
     **Parties that keep their records.**  ``fit`` also takes a
     :class:`~skdpsynth.federated.FederatedData`: the public schema,
