@@ -219,8 +219,9 @@ class PPSynRounds:
         return self.measurements[plan.n_measured:]
 
     def _strict_picks(self, model: GraphicalModel, plan: PPSynRound) -> None:
-        """S1-S5: public sequences, (marginal, partition) pairs chosen by the EM on a sensitivity-1 (gain) or
-        -η (efficiency) utility, then the chosen pair's captured contribution released with noise."""
+        """Strict mode's picks (``doc/deviations.md``, "Strict mode"): public sequences, (marginal, partition)
+        pairs chosen by the EM on a sensitivity-1 (gain) or -η (efficiency) utility, then the chosen pair's
+        captured contribution released with noise."""
         synth, eligible, rng, ledger = self.synth, plan.eligible, self.rng, self.ledger
         options, proxies = self.selector.options(model, eligible)
         chosen: list = []

@@ -1,31 +1,34 @@
-"""PPSyn (Zhang, Deng & Yin): partition-based DP synthetic data — Algorithm 1 of the paper, spec ``partition.md``.
+"""PPSyn (Zhang, Deng & Yin): partition-based DP synthetic data — Algorithm 1 (§4.1) of the paper.
 
 An AIM-style select–measure–generate loop with two changes: a selected marginal's cells are grouped and only the
 group sums are measured (less noise, some reconstruction error), and each marginal's budget comes from an error
 target ``η·Contr``::
 
-    1-3   noisy 1-way marginals with init_frac·ρ, split ∝ c_i^{2/3} (PrivSyn); fit the model     (spec §4.2)
+    1-3   noisy 1-way marginals with init_frac·ρ, split ∝ c_i^{2/3} (PrivSyn); fit the model
     5-11  while budget is left:
-            select a marginal m and its partition P_m and budget ρ_m   (PartSele, §5; strict: §16)
-            measure the group sums of P_m with Gaussian noise of budget ρ_m       (§10)
-            re-estimate the model (warm start)                                     (§11)
+            select a marginal m and its partition P_m and budget ρ_m   (PartSele: §4.2.1, Algorithm 2)
+            measure the group sums of P_m with Gaussian noise of budget ρ_m       (lines 7-8, Est)
+            re-estimate the model (warm start)                     (line 9: Private-PGM, §3.3 Eq. (6))
     12    sample from the model
 
-``privacy_mode="strict"`` (default, spec §16) partitions public proxy marginals (the first, 1-way model's), chooses
-a (marginal, partition) pair with the exponential mechanism on a utility of bounded sensitivity, releases the
-deviation the pair's group sums capture with Gaussian noise and derives ρ_m from that; the ledger sums to exactly ρ.
+Section, algorithm and line numbers are the paper's; ``doc/deviations.md`` lists where this module departs from it.
 
-Where strict mode departs from spec §16 as written (measured reasons in ``doc/partition.md``): the spec scores a
-marginal by ``η·Contr − RE`` with RE computed on the model, which cannot see the deviation being measured — one
-group (measuring only the total) then looks perfect and is chosen forever.  Here each partition of the public
-sequence is scored by the part of the deviation its group sums capture, ``G = Σ_I |Σ_{i∈I} d_i|`` (sensitivity
-1), minus the noise its ``k`` sums add at the round's budget (``strict_utility="gain"``; the spec's ratio form
-``max(η·G − r, 0)/k^{2/3}`` is ``"efficiency"``); the EM picks the partition with the marginal, and ``G̃``
+``privacy_mode="strict"`` (default; ``doc/deviations.md``, "Strict mode") partitions public proxy marginals (the
+first, 1-way model's), chooses a (marginal, partition) pair with the exponential mechanism on a utility of bounded
+sensitivity, releases the deviation the pair's group sums capture with Gaussian noise and derives ρ_m from that; the
+ledger sums to exactly ρ.
+
+Strict mode's scores (measured reasons in ``doc/partition.md``): scoring a marginal by ``η·Contr − RE`` with RE
+computed on the model cannot see the deviation being measured — one group (measuring only the total) then looks
+perfect and is chosen forever.  Here each partition of the public sequence is scored by the part of the deviation
+its group sums capture, ``G = Σ_I |Σ_{i∈I} d_i|`` (sensitivity 1), minus the noise its ``k`` sums add at the
+round's budget (``strict_utility="gain"``; the ratio form ``max(η·G − r, 0)/k^{2/3}``, the paper's contribution
+per unit of budget, is ``"efficiency"``); the EM picks the partition with the marginal, and ``G̃``
 replaces ``C̃`` in the budget formula.  Each measurement's ρ_m is clipped to ``round_budget`` (by default between
 the measurement share over T and four times that), which bounds the rounds and keeps one marginal from taking
-the rest.  ``privacy_mode="paper"`` runs the algorithm as published — partitions,
-budgets and scores from the raw data — which is not differentially private (spec §15.1): it warns, records the
-leak in the ledger and never states a DP guarantee.
+the rest.  ``privacy_mode="paper"`` runs the algorithm as published — partitions, budgets and scores from the raw
+data — which is not differentially private (``doc/deviations.md``, "PartSele is not differentially private"): it
+warns, records the leak in the ledger and never states a DP guarantee.
 
 On wide tables (more than 1,000 candidates: 19 attributes or more with the default workload) strict mode scores
 each round on records drawn from the model instead of exact inference, and makes one selection per 8 attributes
@@ -62,7 +65,8 @@ class PartitionSynthesizer(BaseSynthesizer):
     ----------
     epsilon : float, default=1.0
     delta : float, default=1e-9
-        (ε, δ) target, converted to zCDP ρ with the Canonne–Kamath–Steinke bound (spec §2.4).
+        (ε, δ) target, converted to zCDP ρ with the Canonne–Kamath–Steinke bound (``doc/deviations.md``,
+        "Delta and the zCDP conversion").
     rho : float, optional
         A zCDP budget given directly; overrides ``epsilon``/``delta`` (``delta`` still converts what was spent
         back to ε in :attr:`epsilon_spent_`).
@@ -82,7 +86,7 @@ class PartitionSynthesizer(BaseSynthesizer):
         Marginals the data should preserve (``None``: all 3-way ones; an int k: all k-way; or a list of cliques
         or ``(clique, weight)`` pairs).  Weights are ignored: PPSyn scores contributions, not weighted errors.
     max_cells : int, default=10000
-        Workload cliques with more cells are dropped (the spec's ``max_workload_cells``).
+        Workload cliques with more cells are dropped (as in AIM).
     candidates : {"downward_closure", "workload"}, default="downward_closure"
         The candidate marginals: every subset of a workload clique, or the workload plus all 1-way marginals.
     privacy_mode : {"strict", "paper"}, default="strict"
@@ -94,18 +98,19 @@ class PartitionSynthesizer(BaseSynthesizer):
         Strict mode's score of a (marginal, partition) pair.  ``"gain"``: the deviation its group sums capture
         minus the noise its ``k`` sums add at the nominal round budget ``ρ_T = (1 − init_frac − select_frac)·ρ/T``,
         ``G − r − k·√(2/π)/√(2ρ_T)`` (sensitivity 1; AIM's quality score applied to partitions).
-        ``"efficiency"``: spec §16's ``max(η·G − r, 0)/k^{2/3}`` (sensitivity η), the paper's contribution per
-        unit of budget, which favours few groups (Adult workload error 0.419 against 0.340 for ``"gain"`` at
-        ε = 0.1, mean of 5 runs; see ``doc/partition.md``).  Paper mode uses the paper's score and ignores this.
+        ``"efficiency"``: ``max(η·G − r, 0)/k^{2/3}`` (sensitivity η), the paper's contribution per unit of
+        budget, which favours few groups and is measured worse (``doc/partition.md``).  Paper mode uses the
+        paper's score and ignores this.
     contr_frac : float, default=0.5
         Strict mode: share of each round's selection budget that releases the chosen marginal's contribution.
     partition_source : {"model", "initial_model"}, default="initial_model"
         Strict mode: partition the marginals of the first (1-way) model, computed once, or the current model's
-        (rebuilt when a marginal moved by more than 1 % of the total: several times slower on Adult).
+        (rebuilt when a marginal moved by more than 1 % of the total: much slower, ``doc/partition.md``).
     termination : {"first_increase", "global_min"}, default="first_increase"
         Where a partition sequence stops: the paper's first increase of the required budget, or its minimum.
     split_rule : {"max_re_interval", "global"}, default="max_re_interval"
-        Algorithm 4's choice of the rectangle to split (spec A12).
+        Algorithm 4's choice of the rectangle to split (``doc/deviations.md``, "Choosing the rectangle to
+        split").
     max_partition_steps : int, "auto" or None, default="auto"
         Cap on the splits of a multi-way partition (None: down to single cells if needed).  ``"auto"``: 255 in
         strict mode (whose options are 1, 2, 4, …, 256 groups and single cells), None in paper mode.  0 (strict
@@ -119,9 +124,9 @@ class PartitionSynthesizer(BaseSynthesizer):
         ``((1 − init_frac − select_frac)/T, 4×that)``; paper mode unbounded (the paper's rule).
     max_model_size : float, "auto" or None, default="auto"
         Junction-tree size limit in MB, scaled by the share of the budget used (AIM's filter); None: no limit.
-        ``"auto"``: 10 in strict mode, 80 (the spec's, AIM's) in paper mode.  A partitioned measurement of a large
-        marginal costs little budget but adds the whole clique to the model, so strict fits on Adult at ε = 1
-        grew to 51 MB models under 80 MB (over 5 minutes, 3-way TVD 0.103 at 20 MB against 0.098 at 10 MB).
+        ``"auto"``: 10 in strict mode, 80 (AIM's) in paper mode.  A partitioned measurement of a large
+        marginal costs little budget but adds the whole clique to the model, so strict fits grow large, slow
+        models under 80 MB (``doc/partition.md``).
     max_iters : int, default=50
         Mirror-descent iterations per round (warm started; fewer when it converges).
     final_iters : int, default=500
@@ -320,8 +325,9 @@ class PartitionSynthesizer(BaseSynthesizer):
         if not strict:
             warn_privacy_leak(
                 "PartitionSynthesizer(privacy_mode='paper') runs PPSyn as published: partitions, measurement "
-                "budgets and selection scores are computed from the raw data without a DP mechanism (spec §15.1), "
-                "so the fit is NOT differentially private. Use privacy_mode='strict' for a DP guarantee.",
+                "budgets and selection scores are computed from the raw data without a DP mechanism (the paper's "
+                "§4.2; doc/deviations.md, 'PartSele is not differentially private'), so the fit is NOT "
+                "differentially private. Use privacy_mode='strict' for a DP guarantee.",
                 stacklevel=4, ledger=ledger,
                 description="PPSyn paper mode: partitions, budgets and scores from the raw data")
         workload = resolve_workload(self.workload, domain, self.max_cells, log=self._log)
