@@ -1,29 +1,34 @@
 """Public equal-width binning, noisy within-bin value distributions and HisRec (VertiMRF dimension reduction).
 
-Spec: ``shared/specs/vertimrf.md`` §5.2 (binning + value distributions) and
-§6.2 (HisRec); gaps G4, G5 and G23 of §14; tests T15 and T17 of §15.
+VertiMRF's dimension reduction and histogram recovery are §6.1 of both
+versions of the paper (HisRec is KDD'24's Eq. (5)); ``doc/deviations.md``
+lists where this module departs from them.
 
-* Binning (§5.2 [R], G23): :func:`equal_width_bins` maps each raw code of an
-  attribute with public domain size u to one of b equal-width bins using
-  **only u and b** — never the observed min/max — so the map itself exposes
-  nothing; :func:`binned_size` is the number of bins of a map.
-* Value distributions (§5.2 [R], G5): :func:`value_distributions` perturbs the
-  per-value counts of one attribute with the Laplace mechanism (sensitivity
-  1 under add/remove-one, budget ε′_b, one ledger entry), clips at 0 and
-  normalises within each bin (:func:`normalize_within_bins`); a bin whose
-  noisy mass is 0 gets the uniform distribution over its values.
-  :func:`uniform_value_distributions` is the UniSam ablation ([A] App. A.1),
-  which costs nothing.
-* HisRec (§6.2): :func:`his_rec` spreads a table over binned domains to the
-  raw domains, T_high[v_1..v_l] = T_low[bin(v_1)..bin(v_l)] · Π_i U_i[v_i].
+* Binning (``doc/deviations.md``, "Binning over the public domain"):
+  :func:`equal_width_bins` maps each raw code of an attribute with public
+  domain size u to one of b equal-width bins using **only u and b** — never
+  the observed min/max — so the map itself exposes nothing;
+  :func:`binned_size` is the number of bins of a map.
+* Value distributions (``doc/deviations.md``, "Laplace noise on the
+  per-value counts"): :func:`value_distributions` perturbs the per-value
+  counts of one attribute with the Laplace mechanism (sensitivity 1 under
+  add/remove-one, budget ε′_b, one ledger entry), clips at 0 and normalises
+  within each bin (:func:`normalize_within_bins`); a bin whose noisy mass is
+  0 gets the uniform distribution over its values.
+  :func:`uniform_value_distributions` is the UniSam ablation (extended
+  version, App. A.1), which costs nothing.
+* HisRec (§6.1, Eq. (5)): :func:`his_rec` spreads a table over binned
+  domains to the raw domains,
+  T_high[v_1..v_l] = T_low[bin(v_1)..bin(v_l)] · Π_i U_i[v_i].
   Post-processing only.
 
-Conventions.  Codes are 0-based here (the spec is 1-based): value v ∈
+Conventions.  Codes are 0-based here (the paper's are 1-based): value v ∈
 {0, …, u−1} falls in bin ``bin_map[v]`` ∈ {0, …, B−1}.  An attribute that is
 not binned (u ≤ b) has ``bin_map = arange(u)`` and U ≡ 1; it needs no value
-distribution and spends no budget.  Who pays for what (ε′_b = ε_bin/d_b, G4)
-is the caller's business: each call of :func:`value_distributions` costs
-exactly its ``epsilon``.
+distribution and spends no budget.  Who pays for what (ε′_b = ε_bin/d_b;
+``doc/deviations.md``, "Binning budget per binned column") is the caller's
+business: each call of :func:`value_distributions` costs exactly its
+``epsilon``.
 """
 from __future__ import annotations
 
@@ -86,14 +91,15 @@ def _check_codes(codes, size: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Binning (§5.2 [R], G23)
+# Binning (§6.1; doc/deviations.md, "Binning over the public domain")
 # ----------------------------------------------------------------------------------------------------------------------
 def equal_width_bins(size: int, n_bins: int) -> np.ndarray:
     """The equal-width bin of every raw code 0..size−1: ``v * n_bins // size`` if size > n_bins, else the identity.
 
-    This is the spec's bin(v) = ⌊(v−1)·b/u⌋ + 1 (1-based, §5.2 [R]) shifted to
-    0-based codes and bins.  It depends on the public domain size and
-    ``n_bins`` only (G23), so releasing it costs no privacy.  With u > b every
+    This is bin(v) = ⌊(v−1)·b/u⌋ + 1 on 1-based codes and bins, shifted to
+    0-based ones.  It depends on the public domain size and ``n_bins`` only
+    (``doc/deviations.md``, "Binning over the public domain"), so releasing it
+    costs no privacy.  With u > b every
     bin is used and holds ⌊u/b⌋ or ⌈u/b⌉ consecutive values; with u ≤ b the
     attribute is not binned.
 
@@ -138,10 +144,10 @@ def binned_size(bin_map: ArrayLike) -> int:
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Value distributions (§5.2 [R], G5)
+# Value distributions (§6.1; doc/deviations.md, "Laplace noise on the per-value counts")
 # ----------------------------------------------------------------------------------------------------------------------
 def normalize_within_bins(counts: ArrayLike, bin_map: ArrayLike) -> np.ndarray:
-    """U[v] = max(c_v, 0) / Σ_{v′ in bin(v)} max(c_v′, 0); uniform over a bin whose clipped mass is 0 (§5.2 [R]).
+    """U[v] = max(c_v, 0) / Σ_{v′ in bin(v)} max(c_v′, 0); uniform over a bin whose clipped mass is 0 (§6.1).
 
     Post-processing of (noisy or exact) per-value counts; vectorised with one
     weighted ``np.bincount`` over the bin map.
@@ -181,11 +187,12 @@ def normalize_within_bins(counts: ArrayLike, bin_map: ArrayLike) -> np.ndarray:
 def value_distributions(codes: ArrayLike, size: int, bin_map: ArrayLike, epsilon: float, *, random_state=None,
                         ledger: PrivacyLedger | None = None, description: str = "",
                         party: str | None = None) -> np.ndarray:
-    """The noisy within-bin value distribution U of one binned attribute (§5.2 [R]); ε-DP.
+    """The noisy within-bin value distribution U of one binned attribute (§6.1); ε-DP.
 
     ñ_v = n_v + Lap(1/ε) for every value v (the counts ``np.bincount(codes,
-    minlength=size)`` have L1 sensitivity 1 under add/remove-one, G5: noise on
-    counts, not on distribution elements; integer counts get exact discrete
+    minlength=size)`` have L1 sensitivity 1 under add/remove-one; noise on
+    counts, not on distribution elements: ``doc/deviations.md``, "Laplace
+    noise on the per-value counts"; integer counts get exact discrete
     Laplace noise), then U = :func:`normalize_within_bins` (ñ, ``bin_map``):
     U[v] = max(ñ_v, 0) / Σ_{v′ in bin(v)} max(ñ_v′, 0), uniform over a bin
     whose noisy mass is 0.  Only U is returned; the noisy counts stay inside.
@@ -237,7 +244,7 @@ def value_distributions(codes: ArrayLike, size: int, bin_map: ArrayLike, epsilon
 
 
 def uniform_value_distributions(bin_map: ArrayLike) -> np.ndarray:
-    """``U[v] = 1/|bin(v)|``: the UniSam ablation of HisRec ([A] App. A.1, §6.2); no data, no budget.
+    """``U[v] = 1/|bin(v)|``: the UniSam ablation of HisRec (extended version, App. A.1); no data, no budget.
 
     For an unbinned attribute (``bin_map = arange(u)``) this is U ≡ 1.
 
@@ -254,11 +261,11 @@ def uniform_value_distributions(bin_map: ArrayLike) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# HisRec (§6.2)
+# HisRec (§6.1, Eq. (5))
 # ----------------------------------------------------------------------------------------------------------------------
 def his_rec(table: ArrayLike, bin_maps: Sequence[ArrayLike | None],
             value_dists: Sequence[ArrayLike | None]) -> np.ndarray:
-    """HisRec (§6.2): T_high[v_1..v_l] = T_low[bin_1(v_1)..bin_l(v_l)] · Π_i U_i[v_i].
+    """HisRec (§6.1, Eq. (5)): T_high[v_1..v_l] = T_low[bin_1(v_1)..bin_l(v_l)] · Π_i U_i[v_i].
 
     Recovers a table over the raw domains from one over the binned domains
     (e.g. the CarEst output over binned attributes), assuming the attributes

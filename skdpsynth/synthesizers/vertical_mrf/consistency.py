@@ -1,12 +1,13 @@
-"""Consistency enforcement between a cross-party estimate and the local models (VertiMRF spec §6.3).
+"""Consistency enforcement between a cross-party estimate and the local models (VertiMRF, §6.2).
 
 A cross-party marginal M is estimated twice over: from the sketches (CarEst +
 HisRec) and, on each party's part M_i = M ∩ 𝒜_i, by that party's local
 model.  Following PriView (Qardaji et al., SIGMOD'14) in the general form of
-[K] §6.2, the two agree on T_A = (T̂↓A + T̃_A) / 2 and the CarEst table absorbs
+KDD'24's §6.2, the two agree on T_A = (T̂↓A + T̃_A) / 2 and the CarEst table absorbs
 the difference spread equally over the cells it covers (step 1); negatives are
 set to 0 and the table renormalised (step 2).  Repeated ``iters`` times (4, as
-the authors' code).  Only the CarEst table is used downstream (G21).
+the authors' code).  Only the CarEst table is used downstream (``doc/deviations.md``,
+"Consistency updates only the cross-party table").
 """
 from __future__ import annotations
 

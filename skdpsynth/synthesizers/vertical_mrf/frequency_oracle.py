@@ -1,24 +1,28 @@
 """The GRR frequency oracle of the VertiMRF-FO baseline (FO LocEnc and FO CarEst).
 
-Spec: ``shared/specs/vertimrf.md`` §7 (FO variant, Theorem 1), §14 G7 and
-G28, §15 T15.
+The FO variant is the extended version's §4.2 (with its Theorem 1) and
+KDD'24's App. B; ``doc/deviations.md`` lists where this module departs from
+them.
 
-* GRR (Wang et al. SIGMOD'19, §7): :func:`grr_probabilities`,
+* GRR (Wang et al. SIGMOD'19): :func:`grr_probabilities`,
   :func:`grr_perturb` (FO LocEnc of one column: keep the value with
   probability p = e^{ε′}/(e^{ε′}+u−1), else report a uniformly random other
   value, each with q = 1/(e^{ε′}+u−1)), :func:`grr_transition_matrix` and
   its closed-form inverse :func:`grr_inverse`.
-* FO CarEst (§7): :func:`fo_marginal` counts the noisy tuples of l aligned
+* FO CarEst: :func:`fo_marginal` counts the noisy tuples of l aligned
   perturbed columns and applies P^{−1} = ⊗_i P_i^{−1} axis by axis (never the
-  (∏u)×(∏u) matrix); unbiased before the final clip at 0 (G28).
-* Accounting (§7, G7): :func:`fo_epsilon_prime` (``"conservative"`` default,
+  (∏u)×(∏u) matrix); unbiased before the final clip at 0
+  (``doc/deviations.md``, "Clamping CarEst cells at zero").
+* Accounting (``doc/deviations.md``, "Frequency-oracle accounting"):
+  :func:`fo_epsilon_prime` (``"conservative"`` default,
   ``"paper"`` for reproduction) and :func:`fo_theorem1_epsilon`.
 
 **The record count leaks.**  FO LocEnc sends every record's perturbed row,
 aligned across parties, so the server learns the exact number of records n
 (the length of the columns; GRR hides values, not presence).  Under the
-add/remove-one-individual neighbouring relation of this package (spec §1.3
-[R], G8) that is *not* differentially private for any ε: n and n+1 give
+add/remove-one-individual neighbouring relation of this package
+(``doc/deviations.md``, "Add or remove one person") that is *not*
+differentially private for any ε: n and n+1 give
 disjoint output spaces.  The per-record guarantee of GRR holds only for
 replace-one neighbours (a record's values change, n does not).  This module
 only computes; the synthesizer that runs the FO variant must record the
@@ -95,10 +99,10 @@ def _grr(epsilon: float, size: int) -> tuple[float, float, float]:
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# GRR (§7)
+# GRR
 # ----------------------------------------------------------------------------------------------------------------------
 def grr_probabilities(epsilon: float, size: int) -> tuple[float, float]:
-    """(p, q) = (e^{ε′}/(e^{ε′}+u−1), 1/(e^{ε′}+u−1)) of GRR on a domain of size u (§7).
+    """(p, q) = (e^{ε′}/(e^{ε′}+u−1), 1/(e^{ε′}+u−1)) of GRR on a domain of size u.
 
     p is the probability of reporting the true value, q that of each other
     value; p + (u−1)q = 1 and p/q = e^{ε′}.  Computed as 1/(1 + (u−1)e^{−ε′})
@@ -117,7 +121,7 @@ def grr_probabilities(epsilon: float, size: int) -> tuple[float, float]:
 
 
 def grr_transition_matrix(size: int, epsilon: float) -> np.ndarray:
-    """P = (p − q)I + qJ: P[v′, v] = Pr[report v′ | true v], so E[noisy counts] = P · counts (§7).
+    """P = (p − q)I + qJ: P[v′, v] = Pr[report v′ | true v], so E[noisy counts] = P · counts.
 
     Examples
     --------
@@ -132,7 +136,7 @@ def grr_transition_matrix(size: int, epsilon: float) -> np.ndarray:
 
 
 def grr_inverse(size: int, epsilon: float) -> np.ndarray:
-    """The closed-form inverse P^{−1} = (I − qJ)/(p − q) of GRR's transition matrix (§7 [R][D]).
+    """The closed-form inverse P^{−1} = (I − qJ)/(p − q) of GRR's transition matrix (as p + (u − 1)q = 1).
 
     Since p + (u−1)q = 1, J² = uJ gives ((p−q)I + qJ)(I − qJ) = (p−q)I +
     q(1 − (p−q) − uq)J = (p−q)I.
@@ -150,7 +154,7 @@ def grr_inverse(size: int, epsilon: float) -> np.ndarray:
 
 
 def grr_perturb(codes: ArrayLike, size: int, epsilon: float, random_state=None) -> np.ndarray:
-    """GRR of one column of 0-based codes (FO LocEnc, §7), ε′-LDP per value; vectorised.
+    """GRR of one column of 0-based codes (FO LocEnc), ε′-LDP per value; vectorised.
 
     Each code is kept with probability p (:func:`grr_probabilities`);
     otherwise it is replaced by r + [r ≥ v] with r uniform on {0, …, u−2},
@@ -199,11 +203,11 @@ def grr_perturb(codes: ArrayLike, size: int, epsilon: float, random_state=None) 
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# FO CarEst (§7)
+# FO CarEst
 # ----------------------------------------------------------------------------------------------------------------------
 def fo_marginal(perturbed: Sequence[ArrayLike], sizes: Sequence[int], epsilons: Sequence[float] | float, *,
                 clip: bool = True) -> np.ndarray:
-    """FO CarEst (§7): P^{−1} applied to the counts of the aligned perturbed tuples, clipped at 0 (G28).
+    """FO CarEst: P^{−1} applied to the counts of the aligned perturbed tuples, clipped at 0.
 
     T̂ = ⊗_i P_i^{−1} · counts, applied axis-wise: along axis i,
     P_i^{−1} x = (x − q_i Σ x)/(p_i − q_i), O(∏u) per axis and no
@@ -222,7 +226,8 @@ def fo_marginal(perturbed: Sequence[ArrayLike], sizes: Sequence[int], epsilons: 
     epsilons : sequence of l floats, or a float
         The GRR ε′ each column was perturbed with (one float: the same for all).
     clip : bool, default True
-        Clip negative cells to 0 (G28).  ``clip=False`` returns the unbiased
+        Clip negative cells to 0 (``doc/deviations.md``, "Clamping CarEst
+        cells at zero").  ``clip=False`` returns the unbiased
         (possibly negative) estimate.
 
     Returns
@@ -264,11 +269,11 @@ def fo_marginal(perturbed: Sequence[ArrayLike], sizes: Sequence[int], epsilons: 
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Accounting (§7, G7)
+# Accounting (doc/deviations.md, "Frequency-oracle accounting")
 # ----------------------------------------------------------------------------------------------------------------------
 def fo_epsilon_prime(epsilon_enc: float, d: int, delta: float | None,
                      accounting: str = "conservative") -> float:
-    """The GRR ε′ per attribute for an FO LocEnc budget ε_enc over the global d attributes (§7 [R], G7).
+    """The GRR ε′ per attribute for an FO LocEnc budget ε_enc over the global d attributes.
 
     * ``"conservative"`` (default): ε′ = ε_enc/d.  A record's d perturbed
       values compose sequentially (basic composition) under replace-one
@@ -276,16 +281,17 @@ def fo_epsilon_prime(epsilon_enc: float, d: int, delta: float | None,
       all (it reveals n, see the module docstring).  ``delta`` is not used
       (pass ``None`` or any value in (0, 1)).
     * ``"paper"``: ε′ = max(2ε_enc/d, ε_enc/(2√(2d ln(1/δ)))), the ε′ for
-      which :func:`fo_theorem1_epsilon` returns exactly ε_enc ([C] uses
+      which :func:`fo_theorem1_epsilon` returns exactly ε_enc (the authors' code uses
       2ε_enc/d).  For reproducing the paper only: Theorem 1 rests on a
-      flawed halving argument (G7).
+      flawed halving argument (``doc/deviations.md``, "Frequency-oracle
+      accounting").
 
     Examples
     --------
     >>> from skdpsynth.synthesizers.vertical_mrf.frequency_oracle import fo_epsilon_prime
     >>> fo_epsilon_prime(0.32, 15, None)
     0.021333333333333333
-    >>> round(fo_epsilon_prime(0.32, 15, 0.5 / 36177, "paper"), 4)   # spec §8 FO example (Adult, ε = 0.8)
+    >>> round(fo_epsilon_prime(0.32, 15, 0.5 / 36177, "paper"), 4)   # Adult at ε = 0.8 (ε_enc = 0.32, n = 36,177)
     0.0427
     """
     eps = _check_epsilon(epsilon_enc, "epsilon_enc")
@@ -301,13 +307,14 @@ def fo_epsilon_prime(epsilon_enc: float, d: int, delta: float | None,
 
 
 def fo_theorem1_epsilon(epsilon_prime: float, d: int, delta: float) -> float:
-    """Theorem 1 of [A] as stated: min(dε′/2, 2ε′√(2d ln(1/δ))) for FO LocEnc with per-attribute ε′ (§7).
+    """Theorem 1 (extended version, §4.2) as stated: min(dε′/2, 2ε′√(2d ln(1/δ))) for FO LocEnc at ε′.
 
     **Only for reproducing the paper.**  The proof claims GRR with ε′ is
     ε′/2-DP per attribute under the paper's "bounded DP", arguing that an
     ε-DP mechanism under one neighbouring relation is 2ε-DP under the other —
     but that implication runs from add/remove-one to replace-one, not back,
-    so the halving is unjustified (spec §14 G7), and under add/remove-one FO
+    so the halving is unjustified (``doc/deviations.md``, "Frequency-oracle
+    accounting"), and under add/remove-one FO
     LocEnc is not DP at all (it reveals n).  Use
     ``fo_epsilon_prime(..., accounting="conservative")`` for a sound budget.
 

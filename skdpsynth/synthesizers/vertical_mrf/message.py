@@ -27,7 +27,7 @@ _CALIBRATION_REL = 1e-9  # relative tolerance of the party's ledger sums against
 
 @dataclass
 class VerticalMessage:
-    """What one party sends to the server (spec §5.6), and nothing else.
+    """What one party sends to the server (KDD'24 Algorithm 1, line 2), and nothing else.
 
     Attributes
     ----------

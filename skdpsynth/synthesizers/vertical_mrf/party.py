@@ -1,21 +1,27 @@
 """The parties of VertiMRF: vertical partitions, the budget split, and what crosses to the server.
 
-Spec: ``shared/specs/vertimrf.md`` §4 (algorithm and budget split), §5 (party
-side) and §8 (accounting).  Each party holds some columns of the *same*
-individuals (rows aligned by a record ID, spec §1.1).  A party runs, on its own
-columns only (:meth:`VerticalParty.run`):
+Sections, algorithms and theorems are those of the KDD'24 paper (Algorithm 1
+for the whole method, §7.1 for the budget split, §4.3 for the accounting);
+``doc/deviations.md`` lists where this module departs from it.  Each party
+holds some columns of the *same* individuals (rows aligned by a record ID,
+§3.1).  A party runs, on its own columns only (:meth:`VerticalParty.run`):
 
-1. LocMRF (§5.1): a private graphical model of its columns.  Our learner is
+1. LocMRF (§4.1): a private graphical model of its columns.  Our learner is
    :class:`~skdpsynth.AIMSynthesizer` (or MST) at (ε₀, δ₀), accounted exactly
-   in zCDP and charged as one (ε₀, δ₀) entry;
-2. dimension reduction (§5.2): public equal-width bins for columns with more
-   than ``n_bins`` values (G23) and their Laplace-noised value distributions;
-3. the noisy record count n̂ (§5.3), released once, by the count leader;
-4. LocEnc (§5.5): DP Flajolet–Martin sketches of every (column, binned value)
-   with the t keys the parties share and the server never sees (§5.4), or, for
-   the VertiMRF-FO baseline (§7), the GRR-perturbed columns.
+   in zCDP and charged as one (ε₀, δ₀) entry (``doc/deviations.md``, "Local
+   models by AIM");
+2. dimension reduction (§6.1): public equal-width bins for columns with more
+   than ``n_bins`` values (``doc/deviations.md``, "Binning over the public
+   domain") and their Laplace-noised value distributions;
+3. the noisy record count n̂ (§7.1), released once, by the count leader
+   (``doc/deviations.md``, "One noisy record count");
+4. LocEnc (§4.2; Algorithm 3 of the extended version): DP Flajolet–Martin
+   sketches of every (column, binned value) with the t keys the parties share
+   and the server never sees (``doc/deviations.md``, "Keyed sketch hashes"),
+   or, for the VertiMRF-FO baseline (App. B; the extended version's §4.2),
+   the GRR-perturbed columns.
 
-What it sends is a :class:`VerticalMessage` (§5.6) and nothing else; the
+What it sends is a :class:`VerticalMessage` (Algorithm 1, line 2) and nothing else; the
 server (:mod:`skdpsynth.synthesizers.vertical_mrf`) reads only messages and
 the public :class:`VerticalConfig`.  Messages serialise in the project's wire
 format (:meth:`VerticalMessage.to_bytes`, :mod:`~skdpsynth.federated.wire`),
@@ -87,7 +93,7 @@ def sketch_epsilon_prime_rdp(epsilon_enc: float, t: int, d: int, delta: float) -
 
 @dataclass(frozen=True)
 class VerticalBudget:
-    """Each component's share of (ε, δ) (spec §4.2 [R], §8): basic composition sums them to the budget.
+    """Each component's share of (ε, δ) (KDD'24 §7.1; §4.3): basic composition sums them to the budget.
 
     Attributes
     ----------
@@ -100,7 +106,8 @@ class VerticalBudget:
         RDP-optimal; FO: basic composition over a record's d attributes).
     epsilon_binning : float
         ε of all value distributions together; each binned column gets
-        ``epsilon_binning / n_binned`` (G4).
+        ``epsilon_binning / n_binned`` (``doc/deviations.md``, "Binning budget
+        per binned column").
     epsilon_prime : float
         Per-sketch ε′ (FM) or per-attribute GRR ε′ (FO); 0 without encoding.
 
@@ -138,7 +145,7 @@ class VerticalBudget:
         return self.epsilon_binning > 0
 
     def total(self) -> tuple[float, float]:
-        """(Σε, Σδ) by basic composition (§8): equals (ε, δ)."""
+        """(Σε, Σδ) by basic composition (KDD'24 §4.3): equals (ε, δ)."""
         eps = math.fsum([self.n_parties * self.epsilon_local, self.epsilon_count, self.epsilon_encoding,
                          self.epsilon_binning])
         return eps, math.fsum([self.n_parties * self.delta_local, self.delta_encoding])
@@ -161,7 +168,11 @@ def vertical_budget(epsilon: float, delta: float, *, n_parties: int, n_attribute
                     encoder: str = "fm", n_sketches: int = 2000, budget_split=None, delta_split=None,
                     sketch_accounting: str = "theorem2", fo_accounting: str = "conservative",
                     value_distributions: bool = True) -> VerticalBudget:
-    """The budget split of VertiMRF (§4.2 [R] defaults, G3/G4/G6, §7 for FO).
+    """The budget split of VertiMRF (KDD'24 §7.1; for FO, the extended version's §4.2).
+
+    Where the paper leaves the split open, ``doc/deviations.md`` gives the
+    choice: "One noisy record count", "Binning budget per binned column" and
+    "Splitting delta".
 
     Defaults: 40 % of ε to the local models (ε₀ = 0.4ε/m each), 40 % to the
     encoding of which 10 % is the record count (0.04ε, released once) and the
@@ -169,7 +180,7 @@ def vertical_budget(epsilon: float, delta: float, *, n_parties: int, n_attribute
     column, or with ``value_distributions=False`` (HisRec's UniSam ablation,
     which releases none), that 20 % goes to the sketches, as in the UniSam
     ablation of VertiMRF (extended version, App. A.1).  δ: half to the local
-    models (δ/(2m) each), half to the sketches (Alg. 1, G6).  Pure-ε
+    models (δ/(2m) each), half to the sketches (KDD'24 Algorithm 1).  Pure-ε
     encodings (FO) and ``encoder="none"`` need no δ: the local models get all
     of it, and with ``"none"`` all of ε but the count's.
 
@@ -266,7 +277,8 @@ class VerticalConfig:
     local_params : dict
         Extra hyper-parameters of the local learner.
     local_max_cells : int
-        τ′, the local clique limit (§5.1, G30): the local learner's workload
+        τ′, the local clique limit (KDD'24 §4.1; ``doc/deviations.md``, "A
+        feasible local clique limit"): the local learner's workload
         keeps cliques of at most this many cells.
 
     Examples
@@ -336,7 +348,7 @@ class VerticalConfig:
 
 # -- the party --------------------------------------------------------------------------------------------------------
 class VerticalParty:
-    """One data party of VertiMRF: its columns in, one :class:`VerticalMessage` out (spec §5).
+    """One data party of VertiMRF: its columns in, one :class:`VerticalMessage` out (KDD'24 Algorithm 1, lines 1–2).
 
     Parameters
     ----------
@@ -395,12 +407,12 @@ class VerticalParty:
         local_state, count_state, bin_state, enc_state = child_random_states(random_state, 4)
         ledger = PrivacyLedger()
 
-        # §5.1 LocMRF: the local model of the party's columns, (ε₀, δ₀).
+        # LocMRF (§4.1): the local model of the party's columns, (ε₀, δ₀).
         model, measured = self._local_model(codes, local_state, ledger)
         graph_edges = sorted({(a, b) for clique in model.junction_tree.cliques
                               for i, a in enumerate(clique) for b in clique[i + 1:]})
 
-        # §5.2 public bins and noisy value distributions (Laplace on per-value counts, sensitivity 1).
+        # Public bins and noisy value distributions (§6.1; Laplace on per-value counts, sensitivity 1).
         dists = {}
         if budget.releases_value_distributions:
             rng_bin = noise_generator(bin_state)
@@ -410,7 +422,7 @@ class VerticalParty:
                         codes[:, j], sizes[j], cfg.bin_map(col), budget.epsilon_per_binned, random_state=rng_bin,
                         ledger=ledger, description=f"value distribution of {col!r} (binning)", party=self.name)
 
-        # §5.3 the noisy record count, released once by the leader.
+        # The noisy record count (§7.1), released once by the leader.
         n_hat = None
         if self.index == cfg.count_leader:
             noisy = laplace_mechanism(np.array([len(codes)]), epsilon=budget.epsilon_count,
@@ -418,7 +430,7 @@ class VerticalParty:
                                       description="record count n̂", party=self.name)
             n_hat = float(max(1.0, round(float(noisy[0]))))
 
-        # §5.5 LocEnc (FM) or §7 GRR (FO), on the binned codes.
+        # LocEnc (FM, §4.2) or GRR (FO, App. B), on the binned codes.
         binned = np.column_stack([cfg.bin_map(c)[codes[:, j]] for j, c in enumerate(self.columns)]) \
             if len(self.columns) else codes
         binned_sizes = [cfg.binned_size(c) for c in self.columns]
@@ -455,7 +467,7 @@ class VerticalParty:
         params = dict(cfg.local_params)
         if cfg.local_learner == "aim":
             # Every column in the workload (AIM models only workload attributes; a column whose 3-way cliques all
-            # exceed τ′ would otherwise be left uniform), plus the 2- and 3-way cliques within τ′ (§5.1).
+            # exceed τ′ would otherwise be left uniform), plus the 2- and 3-way cliques within τ′ (§4.1).
             params.setdefault("workload", [(a,) for a in local_domain.attrs] + [
                 c for k in (2, 3) for c in kway_cliques(local_domain, k, int(cfg.local_max_cells))])
             params.setdefault("max_cells", None)

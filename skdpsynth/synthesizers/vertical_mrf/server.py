@@ -1,21 +1,23 @@
-"""The VertiMRF server: from the parties' messages to a global graphical model (spec §6).
+"""The VertiMRF server: from the parties' messages to a global graphical model (KDD'24 §4.2 and §5).
 
 The server is honest-but-curious and sees only :class:`~skdpsynth.synthesizers.vertical_mrf.party.VerticalMessage`
 objects and the public :class:`~skdpsynth.synthesizers.vertical_mrf.party.VerticalConfig`; everything here is
-post-processing of DP releases and spends no budget.  Phases (spec §4.1):
+post-processing of DP releases and spends no budget.  Phases (KDD'24 Algorithm 1, lines 3–6; sections are KDD'24's,
+and ``doc/deviations.md`` lists where this module departs from the paper):
 
-* CarEst (§6.1) — cross-party contingency tables on the binned domains from the sketches
-  (:func:`skdpsynth.synthesizers.vertical_mrf.sketches.car_est`), or, for VertiMRF-FO, from the GRR columns (§7);
-* HisRec (§6.2) — back to the raw domains with the parties' noisy value distributions;
-* GraphCom (Phase 3, §6.4) — the local graphs plus cross-party edges in descending R-score
+* CarEst (§4.2; Algorithm 4 of the extended version) — cross-party contingency tables on the binned domains from
+  the sketches (:func:`skdpsynth.synthesizers.vertical_mrf.sketches.car_est`), or, for VertiMRF-FO, from the GRR
+  columns (App. B);
+* HisRec (§6.1, Eq. (5)) — back to the raw domains with the parties' noisy value distributions;
+* GraphCom (Phase 3, §5.1) — the local graphs plus cross-party edges in descending R-score
   order while the triangulated graph's cliques stay within τ cells;
-* InitMRF (Phase 4, §6.5) — fit the global model to the local models' marginals (scaled to n̂);
-* OptMRF (Phase 5, §6.6) — rounds adding the cross-party marginals the model infers worst,
-  each measured by CarEst → HisRec → consistency (§6.3);
-* the model then generates the synthetic table (Phase 6, §6.7) in the estimator.
+* InitMRF (Phase 4, §5.2) — fit the global model to the local models' marginals (scaled to n̂);
+* OptMRF (Phase 5, §5.3) — rounds adding the cross-party marginals the model infers worst,
+  each measured by CarEst → HisRec → consistency (§6.2);
+* the model then generates the synthetic table (Phase 6) in the estimator.
 
 The global model is estimated by our Private-PGM engine (:func:`~skdpsynth.graphical.mirror_descent`)
-with the unweighted squared loss of the spec (every measurement σ = 1).
+with an unweighted squared loss (every measurement σ = 1), as in PrivMRF and the authors' code.
 """
 from __future__ import annotations
 
@@ -81,7 +83,7 @@ class ServerResult:
 
 
 class VerticalServer:
-    """The server of VertiMRF (spec §6): messages in, a global graphical model out.
+    """The server of VertiMRF (KDD'24 §4.2, §5): messages in, a global graphical model out.
 
     Parameters are those of :class:`~skdpsynth.synthesizers.VerticalMRFSynthesizer` of the same
     names; ``random_state`` only drives ``candidates_per_round`` sampling (public randomness) and
@@ -185,7 +187,7 @@ class VerticalServer:
             for msg in self.messages:
                 offsets = np.concatenate([[0], np.cumsum([cfg.binned_size(c) for c in msg.columns])])
                 for j, col in enumerate(msg.columns):
-                    # Complement sketches once per column (§6.1 [R] complexity).
+                    # Complement sketches once per column (one pass per column, not per cell).
                     self.blocks[col] = fm.complement_sketches(msg.sketches[:, offsets[j]:offsets[j + 1]])
         elif cfg.encoder == "fo":
             rows = self.messages[0].perturbed.shape[0]
@@ -205,10 +207,10 @@ class VerticalServer:
                               estimator=self.cardinality_estimator, alpha_min=self.alpha_min, complements=True)
         sizes = [cfg.binned_size(a) for a in attrs]
         table = fo_marginal([self.blocks[a] for a in attrs], sizes, [cfg.budget.epsilon_prime] * len(attrs))
-        return normalise(table) * self.n_hat  # G20: scale to n̂, never to the (exact) row count
+        return normalise(table) * self.n_hat  # scaled to n̂ (the authors' code uses the exact row count)
 
     def cross_estimate(self, attrs: Clique) -> np.ndarray:
-        """ŷ_M (§6.6): CarEst → HisRec → consistency with the local models, as counts on the raw domains."""
+        """ŷ_M (§5.3): CarEst → HisRec → consistency with the local models, as counts on the raw domains."""
         binned = normalise(self.binned_table(attrs))
         table = his_rec(binned, [self.bin_maps[a] for a in attrs], [self.value_dists[a] for a in attrs])
         if not self.consistency:
@@ -228,7 +230,8 @@ class VerticalServer:
         cfg = self.config
         sizes = [cfg.binned_size(a) for a in attrs]
         if cfg.encoder == "fm":
-            # §6.6 [R]: relative s.d. 1.04/√t of the HLL estimate of a union of n̂ + k_p Σ(u_i − 1) elements.
+            # Relative s.d. 1.04/√t of the HLL estimate of a union of n̂ + k_p Σ(u_i − 1) elements
+            # (doc/deviations.md, "The minimum cell-count filter").
             return 1.04 / math.sqrt(cfg.n_sketches) * (self.n_hat + self.k_p * sum(u - 1 for u in sizes))
         # FO: the s.d. of an unbiased GRR cell estimate is about √n̂ Π_i √(q_i(1 − q_i)) / (p_i − q_i).
         spread = 1.0
@@ -237,7 +240,7 @@ class VerticalServer:
             spread *= math.sqrt(q * (1 - q)) / (p - q) if u > 1 else 1.0
         return math.sqrt(self.n_hat) * spread
 
-    # -- GraphCom (§6.4) --------------------------------------------------------------------------------------------
+    # -- GraphCom (§5.1) --------------------------------------------------------------------------------------------
     def _r_scores(self) -> dict:
         cfg, n_hat = self.config, self.n_hat
         one_way = {a: normalise(self.binned_table((a,))) for a in cfg.domain.attrs}
@@ -247,8 +250,9 @@ class VerticalServer:
                 for b in self.messages[q].columns:
                     pair = cfg.domain.canonical((a, b))
                     joint = normalise(self.binned_table(pair))
+                    # T̂_i ⊗ T̂_j (doc/deviations.md, "R-score of independent marginals")
                     indep = np.multiply.outer(one_way[pair[0]], one_way[pair[1]])
-                    scores[pair] = n_hat / 2.0 * float(np.abs(joint - indep).sum())  # G12: T̂_i ⊗ T̂_j
+                    scores[pair] = n_hat / 2.0 * float(np.abs(joint - indep).sum())
         return scores
 
     def _fits(self, domain: Domain, edges) -> JunctionTree | None:
@@ -257,7 +261,7 @@ class VerticalServer:
         return jt if largest <= self.max_clique_size and jt.size() <= self.max_model_size else None
 
     def graph_com(self, r_scores: dict) -> tuple[list, JunctionTree]:
-        """Local edges plus the cross-party pairs, by descending R̂, that keep the cliques within τ (§6.4)."""
+        """Local edges plus the cross-party pairs, by descending R̂, that keep the cliques within τ (§5.1)."""
         domain = self.config.domain
         edges = [tuple(e) for m in self.messages for e in m.graph_edges]
         edges += [(a,) for a in domain.attrs]
@@ -279,14 +283,14 @@ class VerticalServer:
         model, info = mirror_descent(domain, measurements, known_total=self.n_hat, potentials=warm, iters=iters,
                                      tol=self.tol)
         if max(domain.size(c) for c in model.junction_tree.cliques) > self.max_clique_size:
-            # The engine's own triangulation of the measured cliques went past τ: use GraphCom's (§6.4), whose
+            # The engine's own triangulation of the measured cliques went past τ: use GraphCom's (§5.1), whose
             # cliques hold every measured clique and stay within τ.
             model, info = mirror_descent(domain, measurements, known_total=self.n_hat, potentials=warm,
                                          cliques=cliques, iters=iters, tol=self.tol)
         return model, info
 
     def candidates(self, cliques) -> list:
-        """𝒮^c (§6.6): cross-party subsets of a maximal clique of 𝒢, of 2..max_way attributes, passing d^c."""
+        """𝒮^c (§5.3): cross-party subsets of a maximal clique of 𝒢, of 2..max_way attributes, passing d^c."""
         cfg = self.config
         out = []
         for clique in cliques:
@@ -332,7 +336,8 @@ class VerticalServer:
         self.log(f"GraphCom: {len(added)} of {len(r_scores)} cross-party edges; {len(jt.cliques)} cliques, "
                  f"largest {max(domain.size(c) for c in jt.cliques):,} cells")
 
-        # Phase 4: InitMRF on the local models' marginals, scaled to n̂ (G20).
+        # Phase 4: InitMRF on the local models' marginals, scaled to n̂ (doc/deviations.md, "Local marginals
+        # scaled to n̂").
         measurements, marginal_set = [], []
         for msg in self.messages:
             local = self.local_models[msg.party]

@@ -1,23 +1,28 @@
 """The differentially private Flajolet–Martin (DPFM) sketch layer of VertiMRF.
 
-Spec: ``shared/specs/vertimrf.md`` §3.2–3.3 (FM sketch, DPFM), §5.4–5.5 (keys,
-LocEnc), §6.1 (CarEst) and §8 (accounting).
+Sections and algorithms are those of the KDD'24 paper: the FM sketch is its
+§2.2 and DPFM its Algorithm 2 (App. A; Algorithm 1 of the extended version);
+LocEnc and CarEst are §4.2 (Algorithms 3 and 4 of the extended version) and
+their privacy is Theorem 2 (§4.2, proof in App. C.1).  ``doc/deviations.md``
+lists where this module departs from the paper.
 
-* Keys (§5.4): :func:`new_shared_secret`, :func:`derive_sketch_keys`, and
+* Keys (§4.2; ``doc/deviations.md``, "Keyed sketch hashes"):
+  :func:`new_shared_secret`, :func:`derive_sketch_keys`, and
   :class:`SketchKeys`, a holder that hides its keys and refuses to be pickled.
-* Hash (§3.2, PRF option 2): :func:`hash_values` — ℋ_ξ(row) for aligned rows
-  whose ID is the row index (0..n−1).  Arbitrary record IDs (PRF option 1,
-  keyed BLAKE2b) are **not** implemented.
-* DPFM (§3.3): :func:`dpfm_parameters`, :func:`sample_phantom_maxima`.
-* LocEnc (§5.5): :func:`raw_sketches` (no DP; for tests and diagnostics) and
+* Hash (§2.2): :func:`hash_values` — ℋ_ξ(row) for aligned rows whose ID is
+  the row index (0..n−1), from a keyed counter-based generator.  Arbitrary
+  record IDs (which would need a keyed hash of the ID, e.g. keyed BLAKE2b)
+  are **not** implemented.
+* DPFM (App. A, Algorithm 2): :func:`dpfm_parameters`, :func:`sample_phantom_maxima`.
+* LocEnc (§4.2): :func:`raw_sketches` (no DP; for tests and diagnostics) and
   :func:`encode` (the DP message part).
-* CarEst (§6.1): :func:`complement_sketches`, :func:`car_est`.
-* Accounting (§8): :func:`sketch_epsilon_prime`, :func:`theorem2_epsilon`,
+* CarEst (§4.2): :func:`complement_sketches`, :func:`car_est`.
+* Accounting (Theorem 2): :func:`sketch_epsilon_prime`, :func:`theorem2_epsilon`,
   :func:`rdp_optimal_epsilon`; Theorem 2 holds only up to :data:`THEOREM2_RANGE`.
 
-Geometric convention (§3.2 [R]): support {1, 2, …}, Pr[Y ≥ y] = (1+γ)^{−(y−1)},
-so the max of K copies has Pr[max ≤ y] = (1 − (1+γ)^{−y})^K.  The sketch of an
-empty set is 0.
+Geometric convention (of §2.2's geometric distribution): support {1, 2, …},
+Pr[Y ≥ y] = (1+γ)^{−(y−1)}, so the max of K copies has
+Pr[max ≤ y] = (1 − (1+γ)^{−y})^K.  The sketch of an empty set is 0.
 """
 from __future__ import annotations
 
@@ -54,7 +59,7 @@ __all__ = [
     "THEOREM2_RANGE",
 ]
 
-#: Domain-separation prefix of the key derivation (§5.4 [R]).
+#: Domain-separation prefix of the key derivation (doc/deviations.md, "Keyed sketch hashes").
 KEY_PREFIX = b"vertimrf/sketch-key/"
 
 # Runs hashed at once in LocEnc: bounds the (chunk × n) working matrix (uint8/16).
@@ -62,10 +67,10 @@ _CHUNK = 64
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Keys (§5.4)
+# Keys (§4.2; doc/deviations.md, "Keyed sketch hashes")
 # ----------------------------------------------------------------------------------------------------------------------
 def new_shared_secret() -> bytes:
-    """A fresh 256-bit shared secret S from the OS CSPRNG (in-process simulation, §5.4 [R] item 3).
+    """A fresh 256-bit shared secret S from the OS CSPRNG (in-process simulation).
 
     Examples
     --------
@@ -78,9 +83,9 @@ def new_shared_secret() -> bytes:
 
 
 def derive_sketch_keys(secret: bytes, t: int) -> list[bytes]:
-    """The t sketch keys ξ_h = HMAC-SHA256(S, ``b"vertimrf/sketch-key/" + str(h)``), h = 1..t (§5.4 [R]).
+    """The t sketch keys ξ_h = HMAC-SHA256(S, ``b"vertimrf/sketch-key/" + str(h)``), h = 1..t.
 
-    Runs are numbered from 1 as in the spec (h ∈ [t]).  Keep the result inside
+    Runs are numbered from 1 as in the paper (h ∈ [t]).  Keep the result inside
     the parties: wrap it in :class:`SketchKeys` so it cannot leak through a
     ``repr`` or a pickle.
 
@@ -114,7 +119,7 @@ def derive_sketch_keys(secret: bytes, t: int) -> list[bytes]:
 
 
 class SketchKeys(Sequence):
-    """The parties' t sketch keys; hidden from ``repr`` and never picklable (§5.4 [R] item 4).
+    """The parties' t sketch keys; hidden from ``repr`` and never picklable.
 
     A sequence of ``bytes`` keys.  Keys must never reach the server, so any
     attempt to pickle (or deep-copy) this object raises :class:`TypeError`; a
@@ -180,7 +185,7 @@ class SketchKeys(Sequence):
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Hash (§3.2 [R], PRF option 2)
+# Hash (§2.2)
 # ----------------------------------------------------------------------------------------------------------------------
 def _open_uniform(raw: np.ndarray) -> np.ndarray:
     """Uniforms strictly inside (0, 1) from 64-bit words: (k + 1/2)·2^−52 with k the top 52 bits.
@@ -194,12 +199,12 @@ def _open_uniform(raw: np.ndarray) -> np.ndarray:
 
 
 def _philox_key(key: bytes) -> int:
-    # Philox takes a 128-bit key: the first 16 bytes of ξ_h (§3.2 [R]).
+    # Philox takes a 128-bit key: the first 16 bytes of ξ_h.
     return int.from_bytes(bytes(key)[:16], "little")
 
 
 def _geometric_from_uniform(u: np.ndarray, gamma: float, dtype) -> np.ndarray:
-    # ℋ = ⌈−ln u / ln(1+γ)⌉ ≥ 1: Pr[ℋ ≥ y] = Pr[u < (1+γ)^{−(y−1)}] = (1+γ)^{−(y−1)} (§3.2).
+    # ℋ = ⌈−ln u / ln(1+γ)⌉ ≥ 1: Pr[ℋ ≥ y] = Pr[u < (1+γ)^{−(y−1)}] = (1+γ)^{−(y−1)} (§2.2).
     y = np.ceil(-np.log(u) / math.log1p(gamma))
     return np.maximum(y, 1.0).astype(dtype)
 
@@ -254,10 +259,10 @@ def _check_gamma(gamma: float) -> float:
 def hash_values(keys: Sequence[bytes], n: int, gamma: float, dtype=None) -> np.ndarray:
     """ℋ_{ξ_h}(row) for rows 0..n−1 and every key: a (t, n) matrix of Geometric(γ/(1+γ)) values ≥ 1.
 
-    PRF option 2 of §3.2 [R]: run h draws U_h ∈ (0,1)^n from the counter-based
+    Run h draws U_h ∈ (0,1)^n from the counter-based
     ``Philox(key=<first 16 bytes of ξ_h>)`` in row order, so every party that
     holds the key gets the identical vector; then ℋ = ⌈−ln u/ln(1+γ)⌉.  The
-    record ID is the row index (rows are aligned across parties, §1.1).
+    record ID is the row index (rows are aligned across parties, §3.1).
 
     Parameters
     ----------
@@ -295,10 +300,13 @@ def hash_values(keys: Sequence[bytes], n: int, gamma: float, dtype=None) -> np.n
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# DPFM (§3.3)
+# DPFM (App. A, Algorithm 2)
 # ----------------------------------------------------------------------------------------------------------------------
 def dpfm_parameters(epsilon_prime: float, gamma: float) -> tuple[int, int]:
-    """(k_p, α_min) = (⌈1/(e^{ε′} − 1)⌉, ⌈log_{1+γ} 1/(1 − e^{−ε′})⌉) of DPFM line 1 (§3.3; typo G11 fixed).
+    """(k_p, α_min) = (⌈1/(e^{ε′} − 1)⌉, ⌈log_{1+γ} 1/(1 − e^{−ε′})⌉) of DPFM line 1.
+
+    k_p as in the text, not the extended version's printed ⌈1/e^(ε′−1)⌉
+    (``doc/deviations.md``, "Number of phantom elements").
 
     Computed with ``expm1``/``log1p`` and a final integer check, so that an
     exact integer ratio is not pushed one step up by a rounding error in the
@@ -333,7 +341,7 @@ def dpfm_parameters(epsilon_prime: float, gamma: float) -> tuple[int, int]:
 
 
 def sample_phantom_maxima(k: int, gamma: float, size, random_state=None, dtype=None) -> np.ndarray:
-    """α_p = max of k i.i.d. Geometric(γ/(1+γ)) by the O(1) sampler ⌈−log_{1+γ}(1 − V^{1/k})⌉ (§3.3 [R]).
+    """α_p = max of k i.i.d. Geometric(γ/(1+γ)) by the O(1) sampler ⌈−log_{1+γ}(1 − V^{1/k})⌉.
 
     This is privacy noise: V comes from :func:`~skdpsynth.privacy.randomness.random_uint64`,
     i.e. from the OS CSPRNG when ``random_state`` is ``None`` (a fixed seed
@@ -374,7 +382,7 @@ def sample_phantom_maxima(k: int, gamma: float, size, random_state=None, dtype=N
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# LocEnc (§5.5)
+# LocEnc (§4.2)
 # ----------------------------------------------------------------------------------------------------------------------
 def _check_codes(codes, sizes) -> tuple[np.ndarray, np.ndarray]:
     codes = np.asarray(codes)
@@ -395,8 +403,8 @@ def _check_codes(codes, sizes) -> tuple[np.ndarray, np.ndarray]:
 def raw_sketches(codes, sizes, keys: Sequence[bytes], gamma: float, dtype=None) -> np.ndarray:
     """Non-private FM sketches: S[h, off_j + v] = max{ℋ_{ξ_h}(row) : codes[row, j] = v}, 0 if none.
 
-    Line 3 of DPFM (§3.3) for every value of every column (§5.5 vectorised
-    form).  **Not differentially private** — :func:`encode` adds the
+    Line 3 of DPFM (App. A, Algorithm 2) for every value of every column,
+    vectorised.  **Not differentially private** — :func:`encode` adds the
     phantoms and the floor; this function exists for tests and diagnostics.
 
     Parameters
@@ -422,7 +430,7 @@ def raw_sketches(codes, sizes, keys: Sequence[bytes], gamma: float, dtype=None) 
     >>> import numpy as np
     >>> from skdpsynth.synthesizers.vertical_mrf.sketches import raw_sketches, hash_values, derive_sketch_keys
     >>> keys = derive_sketch_keys(b"\\x03" * 32, 2)
-    >>> codes = np.array([[0], [1], [1]])        # [A] Ex. 1: I_male = {row 0}, I_female = {rows 1, 2}
+    >>> codes = np.array([[0], [1], [1]])        # extended version's Ex. 1: I_male = {row 0}, I_female = {rows 1, 2}
     >>> s, h = raw_sketches(codes, [3], keys, 1.0), hash_values(keys, 3, 1.0)
     >>> bool((s[:, 0] == h[:, 0]).all()), bool((s[:, 1] == h[:, 1:].max(axis=1)).all()), s[:, 2].tolist()
     (True, True, [0, 0])
@@ -453,13 +461,14 @@ def raw_sketches(codes, sizes, keys: Sequence[bytes], gamma: float, dtype=None) 
 
 
 def encode(codes, sizes, keys: Sequence[bytes], gamma: float, epsilon_prime: float, random_state=None) -> np.ndarray:
-    """LocEnc (§5.5): the DPFM sketch tensor of one party's columns, shape (t, Σ sizes).
+    """LocEnc (§4.2): the DPFM sketch tensor of one party's columns, shape (t, Σ sizes).
 
-    S[h, off_j + v] = max{α_𝒳, α_p, α_min} (DPFM, §3.3) with 𝒳 the rows whose
+    S[h, off_j + v] = max{α_𝒳, α_p, α_min} (DPFM, App. A) with 𝒳 the rows whose
     column j equals v, hashed with ξ_h, and a **fresh** α_p per (run,
     attribute, value).  Each entry is ε′-DP; the whole tensor is
     (4ε′√(t d ln 1/δ), δ)-DP by Theorem 2 when ε′ comes from
-    :func:`sketch_epsilon_prime` with d the *global* number of attributes (G9).
+    :func:`sketch_epsilon_prime` with d the *global* number of attributes
+    (``doc/deviations.md``, "Sketch budget over all d attributes").
 
     Parameters
     ----------
@@ -470,7 +479,8 @@ def encode(codes, sizes, keys: Sequence[bytes], gamma: float, epsilon_prime: flo
     keys : sequence of bytes
         The t shared keys (:class:`SketchKeys`); they do not enter the output.
     gamma : float
-        Geometric parameter γ (G2: γ = 1 by default upstream).
+        Geometric parameter γ (γ = 1 by default upstream: ``doc/deviations.md``,
+        "The geometric parameter gamma").
     epsilon_prime : float
         Per-sketch ε′ > 0.
     random_state : None, int, Generator, ...
@@ -505,10 +515,10 @@ def encode(codes, sizes, keys: Sequence[bytes], gamma: float, epsilon_prime: flo
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# CarEst (§6.1)
+# CarEst (§4.2)
 # ----------------------------------------------------------------------------------------------------------------------
 def complement_sketches(sketches) -> np.ndarray:
-    """c[h, v] = max_{l ≠ v} S[h, l]: the sketch of the complement of value v within one attribute (§6.1).
+    """c[h, v] = max_{l ≠ v} S[h, l]: the sketch of the complement of value v within one attribute (§4.2).
 
     O(t·u) via the top two values per run.  A one-value domain has an empty
     complement, whose sketch is 0.
@@ -537,7 +547,9 @@ def complement_sketches(sketches) -> np.ndarray:
 
 
 def hll_constant(gamma: float) -> float:
-    """c(γ) = γ / ((1+γ) ln(1+γ)), the HLL bias constant of §6.1 (c(1) = 0.72135, the HLL α_∞).
+    """c(γ) = γ / ((1+γ) ln(1+γ)), the HLL bias constant (c(1) = 0.72135, the HLL α_∞).
+
+    See ``doc/deviations.md``, "Unbiased CarEst estimator".
 
     Examples
     --------
@@ -550,13 +562,13 @@ def hll_constant(gamma: float) -> float:
 
 
 def _hll(tt: np.ndarray, gamma: float) -> np.ndarray:
-    # U = c(γ)·t / Σ_h (1+γ)^{−𝒯[h]} (§6.1 [R][D] default).
+    # U = c(γ)·t / Σ_h (1+γ)^{−𝒯[h]}, the default (doc/deviations.md, "Unbiased CarEst estimator").
     t = tt.shape[0]
     return hll_constant(gamma) * t / np.exp(-math.log1p(gamma) * tt).sum(axis=0)
 
 
 def _censored_mle(tt: np.ndarray, gamma: float, alpha_min: int, iters: int = 64) -> np.ndarray:
-    """Per cell, the N ≥ 0 maximising Π_h Pr[α_h] with F(y) = (1 − (1+γ)^{−y})^N (§6.1 [R]).
+    """Per cell, the N ≥ 0 maximising Π_h Pr[α_h] with F(y) = (1 − (1+γ)^{−y})^N.
 
     Observations y ≤ α_min are censored (Pr = F(α_min)); y > α_min have
     Pr = F(y) − F(y−1).  With A_y = ln(1 − q^y), q = 1/(1+γ), D_y = A_{y−1} − A_y < 0,
@@ -611,7 +623,7 @@ def _censored_mle(tt: np.ndarray, gamma: float, alpha_min: int, iters: int = 64)
 
 def union_cardinality(union_sketches, gamma: float, estimator: str = "hll", alpha_min: int | None = None,
                       _stacklevel: int = 2) -> np.ndarray:
-    """Estimate the cardinality of a set from its t FM sketches (axis 0): the U of CarEst (§6.1).
+    """Estimate the cardinality of a set from its t FM sketches (axis 0): the U of CarEst (§4.2).
 
     Phantom elements are *not* removed (that is :func:`car_est`'s job).
 
@@ -651,8 +663,9 @@ def union_cardinality(union_sketches, gamma: float, estimator: str = "hll", alph
             raise ValueError('estimator="censored_mle" needs alpha_min (0 for non-private sketches)')
         return _censored_mle(tt, gamma, alpha_min)
     if estimator == "paper_literal":
-        warnings.warn('estimator="paper_literal" is the printed (1+γ)^HarmonicMean(𝒯) of [A] Alg. 4; it is badly '
-                      "biased (spec §6.1, G1) and exists for ablation only.", UserWarning, stacklevel=_stacklevel)
+        warnings.warn('estimator="paper_literal" is the printed (1+γ)^HarmonicMean(𝒯) of Algorithm 4 of the '
+                      "extended VertiMRF paper; it is badly biased (doc/deviations.md, 'Unbiased CarEst estimator') "
+                      "and exists for ablation only.", UserWarning, stacklevel=_stacklevel)
         t = tt.shape[0]
         with np.errstate(divide="ignore"):
             hm = t / (1.0 / tt.astype(np.float64)).sum(axis=0)  # a 0 entry makes the harmonic mean 0
@@ -662,13 +675,14 @@ def union_cardinality(union_sketches, gamma: float, estimator: str = "hll", alph
 
 def car_est(sketches_by_attr: Sequence[np.ndarray], gamma: float, k_p: int, n_hat: float,
             estimator: str = "hll", alpha_min: int | None = None, complements: bool = False) -> np.ndarray:
-    """CarEst (§6.1): the l-way contingency table of marginal (A^1..A^l) from the parties' sketches.
+    """CarEst (§4.2): the l-way contingency table of marginal (A^1..A^l) from the parties' sketches.
 
     𝒯[h, v] = max_i c_i^{(h)}[v_i] is the sketch of the union of the
     complements (c_i = :func:`complement_sketches` of attribute i); its
     cardinality U[v] is estimated, the Σ_i (u_i − 1)·k_p phantoms are removed
-    and T[v] = max(n̂ − (U[v] − Σ_i (u_i − 1) k_p), 0) (clamp at 0, G28; Σ_i
-    (u_i − 1), G29).  Post-processing only.
+    and T[v] = max(n̂ − (U[v] − Σ_i (u_i − 1) k_p), 0) (``doc/deviations.md``:
+    "Clamping CarEst cells at zero", "Phantoms of unequal domains").
+    Post-processing only.
 
     Parameters
     ----------
@@ -686,11 +700,12 @@ def car_est(sketches_by_attr: Sequence[np.ndarray], gamma: float, k_p: int, n_ha
         ``"censored_mle"``: the maximum-likelihood N of the t maxima with
         observations at α_min censored; removes the α_min floor bias (needs
         ``alpha_min``).  ``"paper_literal"``: (1+γ)^{harmonic mean of 𝒯[:,v]}
-        as printed in [A] Alg. 4; badly biased, ablation only (warns).
+        as printed in the extended version's Algorithm 4; badly biased,
+        ablation only (warns).
     alpha_min : int, optional
         The floor α_min; required for ``"censored_mle"`` (0 for non-private sketches).
     complements : bool, default False
-        True if ``sketches_by_attr`` already holds complement sketches (§5.5 [R] option).
+        True if ``sketches_by_attr`` already holds complement sketches.
 
     Returns
     -------
@@ -720,19 +735,19 @@ def car_est(sketches_by_attr: Sequence[np.ndarray], gamma: float, k_p: int, n_ha
     comps = blocks if complements else [complement_sketches(b) for b in blocks]
     l = len(comps)
     tt = None
-    for i, c in enumerate(comps):  # 𝒯[h, v] = max_i c_i[h, v_i] by broadcasting (§6.1 [R] complexity)
+    for i, c in enumerate(comps):  # 𝒯[h, v] = max_i c_i[h, v_i] by broadcasting
         shape = [t] + [1] * l
         shape[i + 1] = sizes[i]
         ci = c.astype(np.int16).reshape(shape)  # values ≤ 483 (sketch_dtype bound)
         tt = ci if tt is None else np.maximum(tt, ci)
     tt = np.broadcast_to(tt, [t] + sizes)
     U = union_cardinality(tt, gamma, estimator=estimator, alpha_min=alpha_min, _stacklevel=3)
-    phantoms = sum(u - 1 for u in sizes) * int(k_p)  # Σ_i (u_i − 1)·k_p (G29)
+    phantoms = sum(u - 1 for u in sizes) * int(k_p)  # Σ_i (u_i − 1)·k_p (doc/deviations.md)
     return np.maximum(float(n_hat) - (U - phantoms), 0.0)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Accounting (§8)
+# Accounting (Theorem 2, §4.2)
 # ----------------------------------------------------------------------------------------------------------------------
 #: Theorem 2 holds (is at least the RDP conversion of its proof) iff ε_enc ≤ THEOREM2_RANGE · ln(1/δ_enc).
 #: With ρ = ε_enc²/(8 ln 1/δ) the conversion is ε_enc/√2 + ε_enc²/(8 ln 1/δ), which is ≤ ε_enc iff
@@ -746,7 +761,10 @@ def _check_acc(t, d, delta):
 
 
 def sketch_epsilon_prime(epsilon_enc: float, t: int, d: int, delta: float) -> float:
-    """ε′ = ε_enc / (4√(t d ln(1/δ))), the per-sketch budget of LocEnc line 2 (§5.5, §8); d is the global d (G9).
+    """ε′ = ε_enc / (4√(t d ln(1/δ))), the per-sketch budget of LocEnc line 2 (extended version, Algorithm 3).
+
+    d is the global number of attributes (``doc/deviations.md``, "Sketch
+    budget over all d attributes").
 
     Examples
     --------

@@ -5,7 +5,10 @@ learns a private model of its own columns and sends DP Flajolet–Martin sketche
 of which rows hold which value (keys shared among the parties, never known to
 the server); the server estimates cross-party marginals from the sketches,
 links the local models into one global graphical model and samples from it.
-Spec: ``shared/specs/vertimrf.md``; section numbers below refer to it.
+Section, algorithm and theorem numbers below are the KDD'24 paper's unless
+marked as the extended (arXiv) version's; ``doc/deviations.md`` lists where
+the implementation departs from the paper, and ``doc/vertical.md`` is the
+user guide.
 
 The fit simulates the run in one process with the trust boundary intact: the
 parties (:class:`~skdpsynth.synthesizers.vertical_mrf.party.VerticalParty`) see only their
@@ -40,7 +43,11 @@ __all__ = ["VerticalMRFSynthesizer", "contiguous_blocks"]
 
 
 def contiguous_blocks(columns: Sequence, n_parties: int) -> list[list]:
-    """Split ``columns`` into ``n_parties`` contiguous blocks, as equal as possible, the larger first (G25).
+    """Split ``columns`` into ``n_parties`` contiguous blocks, as equal as possible, the larger first.
+
+    The paper does not say which columns each party holds in its m-party
+    experiments (``doc/deviations.md``, "Column blocks for more than two
+    parties").
 
     Examples
     --------
@@ -57,7 +64,7 @@ def contiguous_blocks(columns: Sequence, n_parties: int) -> list[list]:
 
 
 def _agree_sketch_secret(names: list, secret: bytes | None) -> bytes:
-    """§5.4 with real cryptography: the leader's secret sealed for every party by X25519 key agreement.
+    """The shared sketch secret (§4.2) by real cryptography: the leader's secret sealed for each party by X25519.
 
     The curator relays sealed boxes only (it never holds the secret); all
     roles run in this process, as the rest of the in-process simulation.
@@ -83,11 +90,13 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
     delta : float, default=1e-9
         The whole run is (ε, δ)-DP for everything the parties send (and so for
         the synthetic data), under add/remove of one individual's whole row
-        (G8).  The paper uses δ = 1/n; pass it explicitly when n is public.
+        (``doc/deviations.md``, "Add or remove one person").  The paper uses
+        δ = 1/n; pass it explicitly when n is public.
     party_columns : list of lists, dict, int or HybridPartition, optional
         Who holds which columns: ``[["age", "sex"], ["income", ...]]``,
         ``{"hospital": [...], "insurer": [...]}``, an int M (M contiguous
-        blocks in column order, G25) or a vertical
+        blocks in column order; ``doc/deviations.md``, "Column blocks for
+        more than two parties") or a vertical
         :class:`~skdpsynth.federated.HybridPartition` (one row slice).  Not
         needed when ``fit`` gets per-party frames.  Columns must be disjoint
         and cover the table; at least two parties.
@@ -95,25 +104,26 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         Public domain (see :class:`~skdpsynth.synthesizers.base.BaseSynthesizer`).
     encoder : {"fm", "fo", "none"}, default="fm"
         ``"fm"``: DP Flajolet–Martin sketches (VertiMRF-FM); ``"fo"``: the GRR
-        frequency-oracle baseline (VertiMRF-FO, §7: the row-aligned GRR table
+        frequency-oracle baseline (VertiMRF-FO, App. B: the row-aligned GRR table
         reveals the exact record count, so a fit with it is recorded as **not**
         differentially private under add/remove neighbours); ``"none"``: local
         models only (no cross-party information).
     budget_split : dict, optional
         Shares of ε: ``{"local_mrf": .4, "encoding": .4, "count_frac": .1,
-        "binning": .2}`` by default (§4.2; ``count_frac`` is the record count's
+        "binning": .2}`` by default (§7.1; ``count_frac`` is the record count's
         share of ``encoding``).  With no binned column, or with
         ``his_rec="uniform"``, no value distribution is released and the
         binning share goes to the sketches.  A zero ``"binning"`` share needs
         one of those two.
     delta_split : dict, optional
-        ``{"local_mrf": .5, "encoding": .5}`` (Alg. 1).
+        ``{"local_mrf": .5, "encoding": .5}`` (Algorithm 1).
     n_sketches : int, default=2000
         t, the sketch repetitions.
     gamma : float, default=1.0
         γ of the geometric hash distribution.
     cardinality_estimator : {"hll", "censored_mle", "paper_literal"}, default="hll"
-        CarEst's union estimator (§6.1; ``"paper_literal"`` is badly biased, ablation only).
+        CarEst's union estimator (§4.2; ``"paper_literal"`` is badly biased, ablation only:
+        ``doc/deviations.md``, "Unbiased CarEst estimator").
     sketch_accounting : {"theorem2", "rdp_opt"}, default="theorem2"
         How ε′ is derived from the sketch budget: by the paper's Theorem 2, or
         by the tighter RDP conversion of its proof (VertiMRF, KDD'24, §4.2
@@ -125,7 +135,8 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         says which one it rests on).
     n_bins : int or None, default=4
         Columns with more values are binned (equal width over the public
-        domain, G23) for the encoding; ``None`` disables binning.
+        domain: ``doc/deviations.md``, "Binning over the public domain") for
+        the encoding; ``None`` disables binning.
     his_rec : {"value_dist", "uniform"}, default="value_dist"
         How the server spreads a cross-party estimate over a binned column's
         raw values (the paper's "histogram recovery", HisRec: VertiMRF,
@@ -142,13 +153,15 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         Total cells of the global graph's cliques.
     local_max_clique_size : float, optional
         τ′: cliques of more cells are left out of the local models' workloads;
-        default ``max(τ / (m ū²), max_j u_j)`` (§5.1, G30).
+        default ``max(τ / (m ū²), max_j u_j)`` (§4.1; ``doc/deviations.md``,
+        "A feasible local clique limit").
     max_cross_edges : int, optional
         Cap on the cross-party edges GraphCom adds (None: until infeasible).
     cross_marginal_max_way : int, default=2
     min_avg_cell_count : "auto" or float, default="auto"
         d^c: a cross-party marginal is a candidate when n̂ / (binned cells) is at
-        least this; ``"auto"`` uses the public standard error of a cell (§6.6).
+        least this; ``"auto"`` uses the public standard error of a cell (§5.3;
+        ``doc/deviations.md``, "The minimum cell-count filter").
     n_cross_marginals, n_refine_rounds : int, optional
         Cross marginals added in total (default ⌊0.8 d⌋) over this many rounds
         (default min(⌊d/2⌋, 8)).
@@ -158,13 +171,12 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         ``"rake"``: the cross-party estimate is raked (iterative proportional
         fitting) to the local models' marginals, which are trusted exactly, so
         it contributes only its interaction.  ``True``: the paper's consistency
-        step (§6.3): cross-party estimate and local model agree halfway on the
+        step (§6.2): cross-party estimate and local model agree halfway on the
         shared attributes, 4 passes; on data with skewed, binned columns
         (e.g. Adult) CarEst's error is of the order of the small cells and the
-        halfway agreement drags the local marginals towards it (measured, 2
-        seeds: Adult 3-way TVD at ε = 0.4/1.6/3.2 raked 0.204/0.144/0.122, the
-        paper's step 0.214/0.205/0.185 with outliers; NLTCS 0.056/0.029/0.018
-        and 0.057/0.023/0.037).  ``False``: none (ablation).
+        halfway agreement drags the local marginals towards it (measured worse:
+        ``doc/deviations.md``, "Raking instead of halfway consistency", and
+        ``doc/vertical.md``).  ``False``: none (ablation).
     consistency_iters : int, default=4
     md_iters : int, default=1000
         Mirror-descent iterations per estimation of the global model.
@@ -176,13 +188,15 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
     local_mrf_params : dict, optional
         Extra hyper-parameters of the local learner (e.g. ``{"max_iters": 300}``).
     fo_accounting : {"conservative", "paper"}, default="conservative"
-        FO's ε′ per attribute: ε_enc/d, or the paper's Theorem 1 (G7: its
-        argument is flawed; a fit with it is recorded as not DP).
+        FO's ε′ per attribute: ε_enc/d, or the extended version's Theorem 1
+        (its argument is flawed: ``doc/deviations.md``, "Frequency-oracle
+        accounting"; a fit with it is recorded as not DP).
     sampling : {"round", "sample"}, default="round"
     keep_messages : bool, default=False
         Keep the parties' serialised messages in ``messages_`` (to replay the server).
     secure_computation : {"simulated", "cryptographic"}, default="simulated"
-        How the parties agree on their shared sketch secret (§5.4):
+        How the parties agree on their shared sketch secret (§4.2;
+        ``doc/deviations.md``, "Keyed sketch hashes"):
         ``"simulated"`` draws it in this process; ``"cryptographic"`` runs
         the X25519 + HKDF key agreement of
         :func:`~skdpsynth.federated.secure_aggregation.share_group_secret`
@@ -352,7 +366,7 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         return {"epsilon": float(self.epsilon), "delta": float(self.delta)}   # checked by _check_params
 
     def _check_spend(self, ledger: PrivacyLedger, charged: dict) -> None:
-        """Basic composition (§8): the entries' ε and δ sum to the budget exactly."""
+        """Basic composition (§4.3): the entries' ε and δ sum to the budget exactly."""
         entries = [e for e in ledger if e.accounting != "leak"]
         if any(e.accounting == "zcdp" for e in entries):
             raise RuntimeError("VertiMRF records (ε, δ) entries only.")
@@ -484,7 +498,7 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         local_cells = self.local_max_clique_size
         if local_cells is None:
             tau_prime = self.max_clique_size / (m * mean_size**2)
-            local_cells = max(tau_prime, max(domain.shape))  # G30
+            local_cells = max(tau_prime, max(domain.shape))  # doc/deviations.md, "A feasible local clique limit"
         config = VerticalConfig(
             tuple((name, tuple(cols)) for name, cols in parties), domain, budget, n_sketches=int(self.n_sketches),
             gamma=float(self.gamma), n_bins=self.n_bins if binning else None, count_leader=0,
@@ -495,7 +509,7 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
             self._log(f"{m} parties, d={d}; sketches: t={self.n_sketches}, eps'={budget.epsilon_prime:.4g}, "
                       f"k_p={k_p}, alpha_min={alpha_min}")
 
-        # §5.4: the shared secret the parties agree on; the server never sees it (nor the keys).
+        # §4.2: the shared secret the parties agree on; the server never sees it (nor the keys).
         keys = None
         if self.encoder == "fm":
             given = None if isinstance(rng, SystemRandomGenerator) else rng.bytes(32)
@@ -526,8 +540,8 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
             if self.fo_accounting == "paper":
                 warn_privacy_leak(
                     "fo_accounting='paper' sets the GRR budget by the paper's Theorem 1, whose halving argument is "
-                    "flawed (spec G7): no DP guarantee is claimed.",
-                    stacklevel=4, ledger=ledger, description="GRR budget from the paper's Theorem 1 (G7)")
+                    "flawed (doc/deviations.md, 'Frequency-oracle accounting'): no DP guarantee is claimed.",
+                    stacklevel=4, ledger=ledger, description="GRR budget from the paper's Theorem 1")
 
         server = VerticalServer(
             config, cardinality_estimator=self.cardinality_estimator, his_rec=self.his_rec,
