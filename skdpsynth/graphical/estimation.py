@@ -352,8 +352,8 @@ def mirror_descent(
         accelerated mirror descent with backtracking and adaptive restart
         (the accelerated family Private-PGM also offers), ``O(1/k²)``
         instead of ``O(1/k)``: on real fits (many records, skewed data,
-        large domains) it reaches in 1 500 iterations a loss that plain
-        mirror descent does not reach in 10 000 (MST on Adult).  Its
+        large domains) it reaches in far fewer iterations a loss that plain
+        mirror descent does not reach (``doc/engine.md``).  Its
         iterations cost the same (one belief propagation each); the model
         returned is the best one visited.
 

@@ -262,7 +262,7 @@ class GraphicalModel:
         output = [label[a] for a in attrs]
         # numpy's greedy pairwise order is the fastest on most subtrees, but on some it ends in one contraction
         # of many operands that loops over thousands of times more combinations than any table has cells
-        # (13 s for one marginal of a 0.2 MB model): then eliminate one attribute at a time, smallest
+        # (seconds for one marginal of a small model; doc/partition.md): then eliminate one attribute at a time, smallest
         # combined scope first.
         path = np.einsum_path(*operands, output, optimize="greedy")[0]
         sizes = [self.domain[a] for a in scope]
@@ -281,9 +281,8 @@ class GraphicalModel:
         and the combinations :meth:`_eliminate` loops over in that order.
 
         Two greedy costs (:func:`~skdpsynth.graphical.inference.greedy_elimination_order`), the order looping over
-        less kept: neither is always better (on 732 random 3-way marginals of a late model of the 50-attribute
-        benchmark, the growth cost is worse on 170 and better on most), and the cheaper of the two loops over
-        4.0 times less in total than the combined-size cost alone (1.1-1.2 times less on late Adult models).
+        less kept: neither is always better, and the cheaper of the two loops over several times less in total
+        than the combined-size cost alone (``doc/engine.md`` has the measurements).
         """
         plans = [greedy_elimination_order(self.domain, scopes, attrs, growth) for growth in (False, True)]
         return min(plans, key=lambda plan: plan[1])

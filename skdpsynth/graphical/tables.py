@@ -5,8 +5,7 @@ passes over junction-tree tables of up to tens of millions of cells; on large
 models they are most of an AIM fit.  NumPy releases the GIL inside its ufunc
 and ``einsum`` loops, so each pass over a table of at least
 ``PARALLEL_CELLS`` cells is cut into slabs along one axis, and threads
-work on the slabs (40 mirror-descent iterations on a 42 MB Adult model take
-5.4 s instead of 7.9–8.0 s on two cores; ``doc/engine.md``).
+work on the slabs (``doc/engine.md`` has the timings).
 
 Passes that make several operations on each cell (a step that sums its
 gradient terms; the downward pass's product, maximum and sum) go through a
@@ -113,10 +112,9 @@ def single_threaded_blas() -> Iterator[None]:
     """Within the block, BLAS runs on one thread, for work that runs its own threads.
 
     NumPy's BLAS uses every core for one matrix product; on the small products
-    of out-of-clique marginals that gains nothing (1.04× the wall time with one
-    BLAS thread, at twice the CPU), so AIM scores candidates in threads of its
-    own instead, each calling a single-threaded BLAS (0.63× the wall time on
-    this project's 2-core machine).  One BLAS thread also makes the products'
+    of out-of-clique marginals that gains nothing, so AIM scores candidates in
+    threads of its own instead, each calling a single-threaded BLAS, which is
+    faster (``doc/engine.md`` has the timings).  One BLAS thread also makes the products'
     summation order, hence their last bits, the same on any machine: so
     :func:`sum_over` uses BLAS only where it runs on one thread, and
     estimation runs in such a block.
@@ -320,8 +318,7 @@ def reduce_in_slabs(table: np.ndarray, axes: tuple[int, ...], reduce: Callable) 
 
 # Sums over axes as BLAS products with vectors of ones (sum_over).  numpy's einsum and sum reduce a table over
 # some axes at 0.5–4 GB/s when a kept axis is innermost or the summed runs are short; the products stream the
-# table at memory speed (one Adult model's reductions: 4× faster; (21, 9, 16, 7, 6, 2, 2) summed to its
-# 1st, 2nd and 6th axes: 0.2 ms instead of 6.2 ms).
+# table at memory speed (doc/engine.md has the timings).
 _BLAS_MIN_CELLS = 4096             # below this, einsum's call costs less than a plan's steps
 _MAX_ONES = 2**22                  # longest vector of ones kept (32 MB)
 _MAX_INDICATOR_CELLS = 2**18       # largest 0/1 matrix kept per (summed, kept) pair (2 MB)

@@ -58,9 +58,8 @@ from .select_measure import (
 __all__ = ["AIMSynthesizer"]
 
 # The extra mirror-descent iterations, in chunks, that a round stopped at the noise level gets while its
-# annealing test would still pass (see _fit_codes).  Each chunk is a new warm-started estimate.  Measured on
-# Adult at ε = 10 (3 seeds): TVD2/TVD3 0.0190/0.0553 with these chunks; testing after every iteration of one
-# longer estimate instead was worse (0.0193/0.0563): the chunks' extra iterations help, not only the decision.
+# annealing test would still pass (see _fit_codes).  Each chunk is a new warm-started estimate: the chunks' extra
+# iterations help, not only the decision (doc/engine.md has the measurements).
 _ANNEAL_CHECK_ITERS = (10, 20, 40, 80)
 
 
@@ -97,8 +96,8 @@ class _Selector:
 
             # The round's scores do not see its earlier picks: the next best candidates would mostly be the
             # triples around the same under-fitted pair.  So a pick may share at most one attribute with the
-            # round's earlier picks (the others wait for the re-fitted model's scores).  On the 25-attribute
-            # benchmark table (seed 0) this made the fit twice as fast and its TVD2/TVD3 4 %/2 % lower.
+            # round's earlier picks (the others wait for the re-fitted model's scores); faster and more accurate
+            # (doc/engine.md).
             picked = [set(p) for p in chosen]
 
             def eligible(i: int) -> bool:
@@ -182,10 +181,8 @@ class AIMSynthesizer(BaseSynthesizer):
         root-mean-square at most 1: Morozov's discrepancy principle; usually
         already true after the last round, so the final estimate is short);
         ``None``: after ``final_iters`` iterations or ``tol``.  Fitting past
-        the noise level fits the noise: on Adult at ε = 10 (seed 0), 800 more
-        iterations lowered the residual from 0.95σ to 0.72σ and left the
-        synthetic data's 2- and 3-way TVD unchanged (0.0200 → 0.0203, 0.0570
-        → 0.0571).
+        the noise level fits the noise: more iterations leave the synthetic
+        data's TVD unchanged (``doc/engine.md``).
     scoring : {"auto", "exact", "sampled"}, default="auto"
         How the selection computes the model's answers ``A_r`` in its
         scores.  ``"exact"``: by inference on the model, for the candidates
@@ -207,8 +204,8 @@ class AIMSynthesizer(BaseSynthesizer):
         50,000 up to 10,000 candidates, 25,000 above (in
         ``scoring_samples_``).  Fewer records make noisier scores, which
         favour candidates of many cells (the largest of many noisy scores
-        wins) and so larger, slower models: on the 25-attribute benchmark
-        table, 25,000 records made one seed's fit five times slower.
+        wins) and so larger, slower models (``doc/engine.md``, "AIM on wide
+        tables").
     selections_per_round : "auto" or int, default="auto"
         Candidates selected (each with its own exponential mechanism, on the
         round's scores, over the candidates sharing at most one attribute

@@ -144,15 +144,9 @@ class MSTSynthesizer(BaseSynthesizer):
         stop the final estimate as soon as the model fits the measurements
         to their noise level (the loss, a sum of squared standardized
         residuals, is at most the number of noisy answers: Morozov's
-        discrepancy principle), with the same TVD on Adult at ε = 1 (3 seeds:
-        TVD2 0.0527, TVD3 0.1128 on sampled data, against 0.0533 / 0.1152
-        without it; measured with plain mirror descent, where it was 30
-        times faster; the accelerated default already needs 1 400–2 300
-        iterations instead of 10 000).  Not the default: on small data it
-        under-fits dependences that matter downstream (3 000 Adult records,
-        4 columns: it stops after 30–50 iterations, and a classifier trained
-        on the synthetic records predicts the majority class in 3 seeds of 5,
-        against none without it).
+        discrepancy principle), with the same TVD on Adult.  Not the default:
+        on small data it under-fits dependences that matter downstream
+        (``doc/engine.md`` has the measurements).
     sampling : {"round", "sample"}, default="round"
         Randomized rounding (the reference) or i.i.d. sampling.
     random_state : None, int or numpy.random.Generator

@@ -47,10 +47,7 @@ __all__ = [
 ]
 
 # Share of the sampling inflation's bound taken off sampled errors (AIM's scores, PartitionSynthesizer's captured
-# contributions).  Measured with AIM on the 25-attribute benchmark table (models of ε = 0.2 and 2 fits, all
-# ~2,500 out-of-model candidates, 50,000 records): the inflation was 0.45-0.63 of the bound on average; with half
-# taken off, the mean error against exact scoring went from +6,700 / +8,500 to -800 / +1,000 (exact errors
-# averaging 14,100 / 7,700).
+# contributions): the measured inflation is about half the bound (doc/engine.md, "AIM on wide tables").
 INFLATION_SHARE = 0.5
 # scoring="auto": sampled scoring above this many candidates (the 3-way workload of 19 attributes or more).
 SAMPLED_SCORING_CANDIDATES = 1000
@@ -362,9 +359,7 @@ class MarginalBatch:
 
         Returns the calls' results in block order.  With several workers the groups are cut into at least four
         blocks per worker, and at most ``workers`` blocks' counts exist at a time.  ``bincount`` holds the GIL
-        for part of its time, so the gain is modest: on the 25-attribute benchmark table (2,625 candidates,
-        50,000 records) two threads counted in 0.25 s against 0.28 s for one.  The counts are the
-        same whatever the number of workers; ``function`` must be safe to call from several threads.
+        for part of its time, so the gain is modest (``doc/engine.md``).  The counts are the same whatever the number of workers; ``function`` must be safe to call from several threads.
         """
         columns = self._columns(records)
         if workers <= 1:
@@ -392,8 +387,8 @@ class MarginalBatch:
         """The marginals of one block of groups: ``(cliques, offsets, counts)``."""
         domain = self.domain
         block = []
-        # One bincount per clique over the group's prefix index (measured 3.6 times faster than one bincount per
-        # group over all its keys at once, whose scattered writes and gathered columns cost more than the calls).
+        # One bincount per clique over the group's prefix index: one bincount per group over all its keys at once
+        # is slower, its scattered writes and gathered columns cost more than the calls (doc/engine.md).
         for prefix, members in (self._groups[g] for g in chunk):
             prefix_index = np.zeros(len(columns[domain.attrs[0]]), dtype=np.int64)
             for a in prefix:
