@@ -456,8 +456,9 @@ class HybridPartition:
         overlap : {"error", "first"}, default "error"
             What to do with a column held by two parties of one slice.
             ``"error"`` raises; ``"first"`` keeps it only with the
-            lowest-index party of that slice that holds it (spec G23).  A
-            party left with no columns is still an error.
+            lowest-index party of that slice that holds it
+            (``doc/deviations.md``, "Overlapping columns go to the first
+            party").  A party left with no columns is still an error.
 
         Returns
         -------
@@ -568,7 +569,11 @@ class HybridPartition:
 
     @property
     def n_vertical(self) -> int:
-        """``S``, the largest number of parties in any slice (spec G11)."""
+        """``S``, the largest number of parties in any slice.
+
+        See ``doc/deviations.md``, "Slices and parties of irregular
+        partitions".
+        """
         return max(len(split) for split in self._groups)
 
     @property
@@ -692,7 +697,10 @@ class HybridPartition:
         shuffle: bool = True,
         random_state: Any = None,
     ) -> "HybridPartition":
-        """A ``K x S`` grid, as in the paper's experiments (spec §6.3, G30).
+        """A ``K x S`` grid, as in RandDPGen's experiments (§6.1–6.3).
+
+        The paper does not say how it splits the table; see
+        ``doc/deviations.md``, "Experiment partitions".
 
         The rows are permuted with ``random_state`` (unless ``shuffle`` is
         False) and split into ``n_slices`` slices whose sizes differ by at
@@ -949,7 +957,9 @@ class HybridPartition:
     def from_party_frames(
         cls, frames: Mapping[Any, pd.DataFrame], id_column: Hashable
     ) -> tuple[pd.DataFrame, "HybridPartition"]:
-        """Align per-party tables on a shared ID column (spec G24).
+        """Align per-party tables on a shared ID column.
+
+        See ``doc/deviations.md``, "Aligning per-party tables by ID".
 
         Each party's frame holds an ID column plus the party's own columns.
         Parties whose ID sets are identical hold the same individuals and form
@@ -957,7 +967,8 @@ class HybridPartition:
         of different slices must be disjoint.  Within a slice the parties'
         columns must be disjoint.
 
-        **The IDs are treated as a public roster** (spec G3): which
+        **The IDs are treated as a public roster** (``doc/deviations.md``,
+        "Public ID roster"): which
         individuals exist and which slice holds each of them is assumed to be
         public metadata, shared with the curator for alignment; only the
         attribute values are protected.  Do not use this helper if the

@@ -1,9 +1,9 @@
-"""Partition algorithms of PPSyn (spec ``partition.md`` §6–§10, §16 S3): pure NumPy, arrays in, arrays out.
+"""Partition algorithms of PPSyn (§4.2.2, Algorithms 3 and 4): pure NumPy, arrays in, arrays out.
 
 A marginal ``q`` (any real array; cells in C order) is split into disjoint groups of cells.  Noise added to
 each group *sum* and spread uniformly over the group (:func:`uniform_estimate`) costs the *reconstruction
 error* ``RE(P) = Σ_I Σ_{i∈I} |q_i − q(I)/|I||`` plus an expected noise error ``|P| / √(πρ)``; asking for a total
-of ``η·Contr`` gives the budget of spec §6,
+of ``η·Contr`` gives the budget of Algorithms 3 and 4 (Eq. (8)),
 
     ``ρ(P) = |P|² / (π (η·Contr − RE(P))²)``, and ``+∞`` when ``Contr ≤ 0`` or ``RE(P) ≥ η·Contr``.
 
@@ -12,16 +12,16 @@ of ``η·Contr`` gives the budget of spec §6,
 * Algorithm 4 (multi-way marginals): start from the whole grid and split one axis-aligned rectangle in two at a
   time, round-robin over the axes — :func:`split_sequence`.
 
-Both are computed once *without* a stopping rule (spec §9) as a :class:`PartitionSequence`; the paper's
-termination rule is then :meth:`PartitionSequence.stop` for any ``(η, Contr)``.  :func:`partition` is a direct
-transcription of the pseudo-code of spec §7.2/§8.2 with the rule inside the loop, kept as the reference the
-sequences are tested against.
+Both are computed once *without* a stopping rule (the paper's "Skill to improve efficiency", §4.2.2) as a
+:class:`PartitionSequence`; the paper's termination rule is then :meth:`PartitionSequence.stop` for any
+``(η, Contr)``.  :func:`partition` is a direct transcription of the pseudo-code of Algorithms 3 and 4 with the
+rule inside the loop, kept as the reference the sequences are tested against.
 
 Rounding: RE values computed along different routes differ in the last bits, so two comparisons use a
 tolerance.  Merge errors, cut reductions and rectangle REs within ``1e-10·Σ|q|`` of the best one are *ties*
-(broken by the spec's rules: smallest position, smaller cut, earliest rectangle), and a budget counts as an
-increase only when it exceeds the previous one by more than a relative ``1e-9`` (exact ties keep going, as the
-paper's strict ``>`` says).
+(broken by fixed rules: smallest position, smaller cut, earliest rectangle; doc/deviations.md, "Merge error"
+and "Choosing the rectangle to split"), and a budget counts as an increase only when it exceeds the previous one
+by more than a relative ``1e-9`` (exact ties keep going, as the paper's strict ``>`` says).
 
 Nothing here touches data or privacy accounting: the caller decides whether ``q`` is a private marginal or a
 public model marginal.
@@ -60,9 +60,10 @@ _STOP_RULES = ("first_increase", "global_min")
 # ------------------------------------------------------------------------------------------------ basic formulas
 def required_rho(n_groups: npt.ArrayLike, reconstruction_error: npt.ArrayLike, eta: npt.ArrayLike,
                  contribution: npt.ArrayLike) -> float | np.ndarray:
-    """Smallest zCDP budget with ``RE + E[noise L1 error] = η·Contr`` (spec §6, RHO of §7.2).
+    """Smallest zCDP budget with ``RE + E[noise L1 error] = η·Contr`` (Eq. (8), Algorithm 3 line 9).
 
-    ``ρ = k² / (π (η·C − RE)²)``; ``+∞`` when ``C ≤ 0`` or ``RE ≥ η·C`` (guards A10, A15) and for NaN inputs.
+    ``ρ = k² / (π (η·C − RE)²)``; ``+∞`` when ``C ≤ 0`` or ``RE ≥ η·C`` and for NaN inputs (doc/deviations.md,
+    "Infeasible budgets are infinite").
 
     Parameters
     ----------
@@ -98,7 +99,7 @@ def required_rho(n_groups: npt.ArrayLike, reconstruction_error: npt.ArrayLike, e
 
 
 def group_errors(q: npt.ArrayLike, labels: npt.ArrayLike, n_groups: int) -> np.ndarray:
-    """Per-group reconstruction error ``RE(I) = Σ_{i∈I} |q_i − q(I)/|I||`` (spec §1).
+    """Per-group reconstruction error ``RE(I) = Σ_{i∈I} |q_i − q(I)/|I||`` (a group's term of Eq. (7)'s RE).
 
     Parameters
     ----------
@@ -141,7 +142,8 @@ def reconstruction_error(q: npt.ArrayLike, labels: npt.ArrayLike, n_groups: int)
 
 def strict_utility(sizes: npt.ArrayLike, errors: npt.ArrayLike, eta: float,
                    contribution: npt.ArrayLike) -> float | np.ndarray:
-    """Spec §16 S3: ``u = max_t max(η·C − r_t, 0) / k_t^{2/3}`` over a partition sequence.
+    """Strict mode's efficiency utility ``u = max_t max(η·C − r_t, 0) / k_t^{2/3}`` over a partition sequence
+    (doc/partition.md, "The two privacy modes").
 
     Every term is ``η / k_t^{2/3}``-Lipschitz in ``C`` with ``k_t ≥ 1``, so ``|u(C) − u(C')| ≤ η |C − C'|``:
     the sensitivity of ``u`` in a sensitivity-1 contribution is ``η``.
@@ -171,7 +173,8 @@ def strict_utility(sizes: npt.ArrayLike, errors: npt.ArrayLike, eta: float,
 
 
 def aggregation_matrix(labels: npt.ArrayLike, n_groups: int) -> sp.csr_matrix:
-    """The ``(n_groups × n_cells)`` 0/1 matrix ``A_P`` summing the cells of each group (spec §10).
+    """The ``(n_groups × n_cells)`` 0/1 matrix ``A_P`` summing the cells of each group (doc/deviations.md,
+    "Group sums as linear queries").
 
     Examples
     --------
@@ -185,7 +188,7 @@ def aggregation_matrix(labels: npt.ArrayLike, n_groups: int) -> sp.csr_matrix:
 
 
 def uniform_estimate(labels: npt.ArrayLike, group_values: npt.ArrayLike) -> np.ndarray:
-    """``Est`` of spec §10: every cell gets its group's value divided by the group's size.
+    """``Est`` of Algorithm 1, line 8 (Definition 9): every cell gets its group's value divided by the group's size.
 
     Examples
     --------
@@ -270,7 +273,8 @@ class _Sum:
 @dataclass(frozen=True, eq=False)
 class PartitionSequence:
     """The merge (1-way, Alg. 3) or split (multi-way, Alg. 4) sequence of a marginal, run WITHOUT a stopping
-    rule (spec §9): step ``t`` has ``sizes[t] = |P_t|`` groups and ``errors[t] = RE(P_t)``.
+    rule (the paper's "Skill to improve efficiency", §4.2.2): step ``t`` has ``sizes[t] = |P_t|`` groups and
+    ``errors[t] = RE(P_t)``.
 
     Build it with :func:`merge_sequence`, :func:`split_sequence` or :func:`partition_sequence`; the paper's
     termination for a given ``(η, Contr)`` is :meth:`stop`, the partition at a step is :meth:`labels`.
@@ -363,7 +367,7 @@ class PartitionSequence:
         return np.asarray(required_rho(self.sizes, self.errors, eta, contribution), dtype=np.float64)
 
     def stop(self, eta: float, contribution: float, rule: str = "first_increase") -> int:
-        """The termination step ``t*`` of spec §9 for ``(η, Contr)``.
+        """The termination step ``t*`` for ``(η, Contr)`` (Algorithm 3, lines 10–12; Algorithm 4, 15–20).
 
         * ``"first_increase"`` (paper): merge — the first ``t`` with ``ρ_{t+1} > ρ_t``; split — the first ``t``
           with ``RE_{t+1} < η·C`` and ``ρ_{t+1} > ρ_t`` (``ρ_t = +∞`` while ``RE_t ≥ η·C``); the last step when
@@ -455,11 +459,12 @@ def group_sum_statistic(seq: PartitionSequence, values: npt.ArrayLike, steps: np
 
 # ------------------------------------------------------------------------------------------ Algorithm 3 sequence
 def merge_sequence(q: npt.ArrayLike) -> PartitionSequence:
-    """Algorithm 3 without stopping rule on a 1-D marginal (spec §7.2, §9).
+    """Algorithm 3 without stopping rule on a 1-D marginal.
 
     Cells are sorted by count (stable: ties keep the smaller cell index first); groups are runs of adjacent
     cells in that order; each step merges the adjacent pair with the smallest ``MergeError``
-    ``Δ_u = RE(I_u ∪ I_{u+1}) − RE(I_u) − RE(I_{u+1})`` (ties → smallest ``u``), until one group is left.
+    ``Δ_u = RE(I_u ∪ I_{u+1}) − RE(I_u) − RE(I_{u+1})`` (ties → smallest ``u``), until one group is left
+    (doc/deviations.md, "Merge error").
 
     Cost: ``O(n)`` NumPy work per step (the merge errors of untouched pairs are cached), ``O(n²)`` in all.
 
@@ -551,7 +556,7 @@ def _cut_profile(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def split_sequence(q: npt.ArrayLike, *, split_rule: str = "max_re_interval",
                    max_steps: int | None = None) -> PartitionSequence:
-    """Algorithm 4 without stopping rule on a d-dimensional marginal (spec §8.2, §9).
+    """Algorithm 4 without stopping rule on a d-dimensional marginal.
 
     Start with the whole grid as one rectangle.  At round ``t`` the axis is ``a = t mod d``:
 
@@ -560,9 +565,10 @@ def split_sequence(q: npt.ArrayLike, *, split_rule: str = "max_re_interval",
     * ``split_rule="global"``: the best (rectangle, cut) over all rectangles splittable on ``a`` (ties →
       smaller cut, then earlier rectangle).
 
-    A round where no rectangle is splittable on ``a`` adds no step (A12).  Each accepted split adds one group;
-    the sequence ends when every rectangle is a single cell or after ``max_steps`` splits.  A split replaces
-    its rectangle by the low part then the high part, in this creation order.
+    A round where no rectangle is splittable on ``a`` adds no step (doc/deviations.md, "Choosing the rectangle
+    to split").  Each accepted split adds one group; the sequence ends when every rectangle is a single cell or
+    after ``max_steps`` splits.  A split replaces its rectangle by the low part then the high part, in this
+    creation order.
 
     The reductions of all cuts of a rectangle along an axis are computed in one vectorised pass and cached
     with the rectangle's RE, so a step only evaluates rectangles never evaluated on that axis (with the default
@@ -613,7 +619,7 @@ def split_sequence(q: npt.ArrayLike, *, split_rule: str = "max_re_interval",
         a = t % d
         t += 1
         i = rects.choose(a, steps)
-        if i is None:                        # A12: nothing to split on this axis, next axis
+        if i is None:                        # nothing to split on this axis, next axis
             idle += 1
             if idle >= d:                    # cannot happen while a rectangle has ≥ 2 cells; safety net
                 break
@@ -748,7 +754,7 @@ def partition_sequence(q: npt.ArrayLike, *, split_rule: str = "max_re_interval",
 # ------------------------------------------------------------------------- direct Algorithms 3 and 4 (reference)
 def _alg3_direct(q: np.ndarray, eta: float, contribution: float, stop_on_increase: bool,
                  n_steps: int | None) -> tuple[np.ndarray, float, float, list[float]]:
-    """Spec §7.2 ALG3 as written (RE recomputed from scratch as on line 8 of the paper)."""
+    """Algorithm 3 as written (RE recomputed from scratch as on its line 8)."""
     n = q.size
     order = np.argsort(q, kind="stable")
     v = q[order]
@@ -768,7 +774,7 @@ def _alg3_direct(q: np.ndarray, eta: float, contribution: float, stop_on_increas
         pair_odd = group_errors(v, (lab + 1) // 2, k // 2 + 1)  # unions (1,2), (3,4), …
         u = np.arange(k - 1)
         union = np.where(u % 2 == 0, pair_even[u // 2], pair_odd[(u + 1) // 2])
-        delta = union - g[:-1] - g[1:]                          # MergeError (A9)
+        delta = union - g[:-1] - g[1:]                          # MergeError
         c = _first_min(delta, tol)                              # ties → smallest u
         new_starts = np.delete(starts, c + 1)
         re_new = reconstruction_error(v, sorted_labels(new_starts), new_starts.size)
@@ -784,7 +790,7 @@ def _alg3_direct(q: np.ndarray, eta: float, contribution: float, stop_on_increas
 
 def _alg4_direct(q: np.ndarray, eta: float, contribution: float, split_rule: str, stop_on_increase: bool,
                  n_steps: int | None) -> tuple[np.ndarray, float, float, list[float]]:
-    """Spec §8.2 ALG4 as written (RE recomputed from scratch as on line 14 of the paper)."""
+    """Algorithm 4 as written (RE recomputed from scratch as on its line 14)."""
     shape, d = q.shape, q.ndim
     tol = _tie_tol(q)
     threshold = eta * contribution
@@ -805,7 +811,7 @@ def _alg4_direct(q: np.ndarray, eta: float, contribution: float, split_rule: str
     while not all(np.all(hi - lo == 1) for lo, hi in rects) and (n_steps is None or len(history) <= n_steps):
         a = t % d                                             # line 11
         cand = [i for i, (lo, hi) in enumerate(rects) if hi[a] - lo[a] >= 2]
-        if not cand:                                          # A12
+        if not cand:                                          # no rectangle splittable on a
             t += 1
             continue
         if split_rule == "max_re_interval":
@@ -841,7 +847,7 @@ def _alg4_direct(q: np.ndarray, eta: float, contribution: float, split_rule: str
             if stop_on_increase and _increases(rho_new, rho_cur):              # lines 17–19
                 break
         else:
-            rho_new = np.inf                                                    # A13
+            rho_new = np.inf                                                    # undefined in the paper
         rects, labels, re_cur, rho_cur = new_rects, new_labels, re_new, rho_new
         history.append(rho_cur)
         t += 1
@@ -850,7 +856,7 @@ def _alg4_direct(q: np.ndarray, eta: float, contribution: float, split_rule: str
 
 def partition(q: npt.ArrayLike, eta: float, contribution: float, *, split_rule: str = "max_re_interval",
               rule: str = "first_increase") -> tuple[np.ndarray, float, float]:
-    """Algorithm 3 (1-D ``q``) or Algorithm 4 (``q.ndim ≥ 2``) WITH the stopping rule (spec §7.2, §8.2).
+    """Algorithm 3 (1-D ``q``) or Algorithm 4 (``q.ndim ≥ 2``) WITH the stopping rule.
 
     A direct transcription of the pseudo-code, recomputing RE from scratch at every step; it is the reference
     for :meth:`PartitionSequence.stop`.  Prefer :func:`partition_sequence` when several ``(η, Contr)`` are
@@ -866,9 +872,10 @@ def partition(q: npt.ArrayLike, eta: float, contribution: float, *, split_rule: 
         ``Contr``.  When ``η·Contr ≤ 0`` no partition is feasible: the initial partition is returned with
         ``rho = inf``.
     split_rule : {"max_re_interval", "global"}
-        Algorithm 4's choice of rectangle (A12).
+        Algorithm 4's choice of rectangle (doc/deviations.md, "Choosing the rectangle to split").
     rule : {"first_increase", "global_min"}
-        The paper's termination, or the argmin of ``ρ`` over the whole sequence (A14).
+        The paper's termination, or the argmin of ``ρ`` over the whole sequence (doc/deviations.md,
+        "First-increase termination").
 
     Returns
     -------
@@ -895,7 +902,7 @@ def partition(q: npt.ArrayLike, eta: float, contribution: float, *, split_rule: 
             return _alg3_direct(q, eta, contribution, stop_on_increase, n_steps)
         return _alg4_direct(q, eta, contribution, split_rule, stop_on_increase, n_steps)
 
-    if not eta * contribution > 0:           # every budget is +inf: stay at P_0 (A15)
+    if not eta * contribution > 0:           # every budget is +inf: stay at P_0
         labels, rho, re, _ = run(False, 0)
         return labels, np.inf, re
     if rule == "first_increase":
