@@ -136,8 +136,8 @@ def _integer_column(values: np.ndarray, name: str) -> np.ndarray:
 #   skewed (sum of squared cell shares > ``_LANE_SKEW``: consecutive rows often
 #   fall in the same cell, a store-to-load dependency chain in bincount) is
 #   counted from then on into ``_LANES`` interleaved copies (row ``i`` goes to
-#   copy ``i % _LANES``) summed at the end.  On ordinary data this costs ~10%,
-#   hence the test.
+#   copy ``i % _LANES``) summed at the end.  On ordinary data the lanes cost
+#   time, hence the test (doc/engine.md, "Data and domains", has the numbers).
 #
 # Compact code dtypes (uint8 / uint16) are read in place; wider or signed ones
 # are narrowed chunk by chunk, so that all index arithmetic runs on 1-2 byte
@@ -241,7 +241,7 @@ def _count(codes, sizes: Sequence[int], cliques: Sequence[Sequence[int]], weight
     chunk = int(min(max(chunk, 2 * biggest), _CHUNK_CAP))
 
     # One table on intp columns (a lone ``marginal`` on ``as_codes`` output): index
-    # arithmetic straight in intp beats narrowing the two columns first (~6%).
+    # arithmetic straight in intp beats narrowing the two columns first (doc/engine.md).
     # With several tables, narrowing each column once per chunk pays off.
     wide = (len(tables) == 1 and not tables[0].small and codes.dtype == np.intp
             and all(codes[:, j].strides[0] == codes.dtype.itemsize for j in used))
