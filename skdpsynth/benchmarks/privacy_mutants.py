@@ -151,7 +151,7 @@ def _mutant(name: str, component: str, description: str, file: str, old: str, ne
 _MST = "skdpsynth/synthesizers/mst.py"
 _AIM = "skdpsynth/synthesizers/aim.py"
 _HYBRID = "skdpsynth/synthesizers/hybrid.py"
-_PPSYN = "skdpsynth/synthesizers/partition/synthesizer.py"
+_PPSYN = "skdpsynth/synthesizers/partition/rounds.py"
 _VIEW = "skdpsynth/synthesizers/view/synthesizer.py"
 _VERTICAL = "skdpsynth/synthesizers/vertical_mrf/party.py"
 _KBINS = "skdpsynth/preprocessing/discretizer.py"
@@ -209,10 +209,12 @@ CATALOGUE: tuple[Mutant, ...] = (
              _SELECTION + "::test_the_data_is_read_only_through_the_mechanisms"]),
     _mutant("aim_measurement_drawn_twice", "AIMSynthesizer",
             "a round's measurement is drawn twice and averaged, charged once (half the variance the ledger states)",
-            _AIM, "            new = measure_marginals(codes, domain, chosen, sigma, rng, ledger)\n",
-            "            new = measure_marginals(codes, domain, chosen, sigma, rng, ledger)\n"
-            "            again = measure_marginals(codes, domain, chosen, sigma, rng, PrivacyLedger())\n"
-            "            new[0].values[:] = (new[0].values + again[0].values) / 2\n",
+            _AIM, "        return measure_marginals(self.codes, self.domain, plan.chosen, plan.sigma, self.rng, self.ledger)\n",
+            "        new = measure_marginals(self.codes, self.domain, plan.chosen, plan.sigma, self.rng, self.ledger)\n"
+            "        again = measure_marginals(self.codes, self.domain, plan.chosen, plan.sigma, self.rng,\n"
+            "                                  PrivacyLedger())\n"
+            "        new[0].values[:] = (new[0].values + again[0].values) / 2\n"
+            "        return new\n",
             [_RECONCILIATION + "::test_every_draw_of_a_synthesizer_is_charged_once",
              _COMPONENT_AUDITS + "::test_aim_round_cell_audit"]),
     # -- the nine the suite caught (issue 39) -------------------------------------------------------------------
@@ -244,13 +246,13 @@ CATALOGUE: tuple[Mutant, ...] = (
             ["tests/test_preprocessing_discretizer.py::test_dp_bounds_power_of_two_and_ledger"]),
     _mutant("ppsyn_initial_partitions_from_true_answers", "PartitionSynthesizer",
             "strict mode's default partition source (the first model) replaced by the true answers",
-            _PPSYN, "        initial_proxy = ({w: model.project(w) for w in candidates} if strict",
-            "        initial_proxy = ({w: answers[w] for w in candidates} if strict",
+            _PPSYN, "            initial_proxy = ({w: model.project(w) for w in self.candidates}",
+            "            initial_proxy = ({w: self.answers[w] for w in self.candidates}",
             ["tests/test_partition_synthesizer.py::test_strict_mode_partitions_model_marginals_only_t15"]),
     _mutant("aim_annealing_on_true_marginals", "AIMSynthesizer",
             "the annealing test measures the model's movement from the true marginal, not from its earlier answer",
-            _AIM, "            before = [model.project(c).ravel() for c in chosen]\n",
-            "            before = [answers[c] for c in chosen]\n",
+            _AIM, "        before = [model.project(c).ravel() for c in plan.chosen]\n",
+            "        before = [self.errors.answers[c] for c in plan.chosen]\n",
             ["tests/test_mst_aim.py::test_aim_annealing_test_waits_for_a_noise_stopped_round_to_settle"]),
     _mutant("unseeded_noise_from_a_fixed_seed", "noise_generator",
             "random_state=None gives a generator with a fixed seed instead of OS entropy",
@@ -295,9 +297,9 @@ CATALOGUE: tuple[Mutant, ...] = (
             [_POSTPROCESSING + "::test_nothing_reachable_is_a_true_marginal_or_the_noise_stream"]),
     _mutant("aim_round_stopping_none_anneals_on_true_answers", "AIMSynthesizer",
             "round_stopping=None (not the default) runs the annealing test against the true marginal",
-            _AIM, "            before = [model.project(c).ravel() for c in chosen]\n",
-            "            before = [model.project(c).ravel() if self.round_stopping == \"noise\" else answers[c]\n"
-            "                      for c in chosen]\n",
+            _AIM, "        before = [model.project(c).ravel() for c in plan.chosen]\n",
+            "        before = [model.project(c).ravel() if synth.round_stopping == \"noise\" else self.errors.answers[c]\n"
+            "                  for c in plan.chosen]\n",
             [_SELECTION + "::test_the_data_is_read_only_through_the_mechanisms"]),
     # -- issue 40: AIM's sampled scores and several selections per round ------------------------------------------
     _mutant("aim_sampled_scores_from_the_data", "AIMSynthesizer",
@@ -328,7 +330,7 @@ CATALOGUE: tuple[Mutant, ...] = (
             ["tests/test_partition_synthesizer.py::test_sampled_scoring_with_several_selections_per_round"]),
     _mutant("randdpgen_selection_sensitivity_min_weight", "HybridSynthesizer",
             "the charged selection (charge_selection=True) with the smallest workload weight as its sensitivity",
-            _HYBRID, "    sensitivity = max(weights.values())\n", "    sensitivity = min(weights.values())\n",
+            _HYBRID, "        self.sensitivity = max(weights.values())\n", "        self.sensitivity = min(weights.values())\n",
             [_SELECTION + "::test_randdpgen_measures_the_mechanisms_pick"]),
     _mutant("randdpgen_stores_the_simulated_roster", "HybridSynthesizer",
             "partition_ keeps the roster simulated from the table (its size is the exact record count)",
@@ -337,11 +339,12 @@ CATALOGUE: tuple[Mutant, ...] = (
             ["tests/test_privacy_holes.py::test_simulated_partition_stores_no_exact_count"]),
     _mutant("randdpgen_measurement_drawn_twice", "HybridSynthesizer",
             "every DMM call is made twice and averaged, the ledger charging one",
-            _HYBRID, "        reply = measure(r, rho_prime, protocol=protocol, n_repeats=e, shortcut=shortcut)\n"
-                     "        values, var = combine(reply, domain)\n",
-            "        reply = measure(r, rho_prime, protocol=protocol, n_repeats=e, shortcut=shortcut)\n"
-            "        values, var = combine(reply, domain)\n"
-            "        again, _ = combine(measure(r, rho_prime, protocol=protocol, n_repeats=e, shortcut=shortcut), domain)\n"
+            _HYBRID, "        reply = self.measure(r, rho_prime, protocol=self.protocol, n_repeats=self.e, shortcut=self.shortcut)\n"
+                     "        values, var = combine(reply, self.domain)\n",
+            "        reply = self.measure(r, rho_prime, protocol=self.protocol, n_repeats=self.e, shortcut=self.shortcut)\n"
+            "        values, var = combine(reply, self.domain)\n"
+            "        again, _ = combine(self.measure(r, rho_prime, protocol=self.protocol, n_repeats=self.e,\n"
+            "                                        shortcut=self.shortcut), self.domain)\n"
             "        values = (values + again) / 2\n",
             [_RECONCILIATION + "::test_every_draw_of_a_synthesizer_is_charged_once"]),
     _mutant("randdpgen_indicator_leak_only_when_verbose", "HybridSynthesizer",
@@ -435,21 +438,22 @@ CATALOGUE: tuple[Mutant, ...] = (
              _POSTPROCESSING + "::test_nothing_reachable_is_a_true_marginal_or_the_noise_stream"]),
     _mutant("ppsyn_strict_sensitivity_eta", "PartitionSynthesizer",
             "strict mode's 'gain' utility selected with sensitivity eta instead of 1",
-            _PPSYN, "                em_epsilon, em_sensitivity = np.sqrt(8 * rho_em), 1.0\n",
-            "                em_epsilon, em_sensitivity = np.sqrt(8 * rho_em), eta\n",
+            _PPSYN, "            self.em_sensitivity = 1.0\n",
+            "            self.em_sensitivity = self.eta\n",
             [_SELECTION + "::test_ppsyn_measures_the_pair_the_mechanism_picked"]),
     _mutant("ppsyn_stores_exact_contribution", "PartitionSynthesizer",
             "selected_ keeps each round's exact captured contribution instead of the released noisy one",
-            _PPSYN, "                    if final:\n                        break\n",
-            "                    self.selected_[-1][\"contribution\"] = float(options.captured[j])\n"
-            "                    if final:\n                        break\n",
+            _PPSYN, "            if self.measure_pick(m, labels, rho_m, contribution, plan):\n",
+            "            final = self.measure_pick(m, labels, rho_m, contribution, plan)\n"
+            "            synth.selected_[-1][\"contribution\"] = float(options.captured[j])\n"
+            "            if final:\n",
             [_POSTPROCESSING + "::test_nothing_reachable_is_what_a_mechanism_was_given"]),
     _mutant("ppsyn_group_sums_drawn_twice", "PartitionSynthesizer",
             "a round's group sums are drawn twice and averaged, charged once",
             _PPSYN, "                                        f\"{n_groups} group sums of {' x '.join(map(str, m))}\")\n",
             "                                        f\"{n_groups} group sums of {' x '.join(map(str, m))}\")\n"
             "        noisy_sums = (noisy_sums + gaussian_mechanism(np.rint(sums).astype(np.int64), rho=rho_m,\n"
-            "                                                      random_state=rng)) / 2\n",
+            "                                                      random_state=self.rng)) / 2\n",
             [_RECONCILIATION + "::test_every_draw_of_a_synthesizer_is_charged_once"]),
     _mutant("quantile_sensitivity_understated", "DPKBinsDiscretizer",
             "the DP quantile's rank utility with sensitivity min(q, 1 - q) instead of max(q, 1 - q)",
