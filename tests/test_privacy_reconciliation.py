@@ -41,7 +41,7 @@ DOMAIN = {"a": 3, "b": 3, "c": 2, "d": 4}
 # RandDPGen's default selection is not charged: its scores read the data only through the selection measurements,
 # which are paid for (doc/federated.md, "Defaults"), so the exponential mechanism is post-processing.  randdpgen
 # receives no data, only the parties' messages (tests/test_hybrid.py::test_curator_runs_on_the_messages_alone).
-UNCHARGED_SELECTION = Uncharged("gumbel", "synthesizers/hybrid.py",
+UNCHARGED_SELECTION = Uncharged("gumbel", "synthesizers/hybrid/rounds.py",
                                 "RandDPGen's selection is post-processing of the paid selection measurements")
 
 

@@ -150,7 +150,8 @@ def _mutant(name: str, component: str, description: str, file: str, old: str, ne
 
 _MST = "skdpsynth/synthesizers/mst.py"
 _AIM = "skdpsynth/synthesizers/aim.py"
-_HYBRID = "skdpsynth/synthesizers/hybrid.py"
+_HYBRID = "skdpsynth/synthesizers/hybrid/synthesizer.py"
+_HYBRID_ROUNDS = "skdpsynth/synthesizers/hybrid/rounds.py"
 _PPSYN = "skdpsynth/synthesizers/partition/rounds.py"
 _VIEW = "skdpsynth/synthesizers/view/synthesizer.py"
 _VERTICAL = "skdpsynth/synthesizers/vertical_mrf/party.py"
@@ -330,7 +331,7 @@ CATALOGUE: tuple[Mutant, ...] = (
             ["tests/test_partition_synthesizer.py::test_sampled_scoring_with_several_selections_per_round"]),
     _mutant("randdpgen_selection_sensitivity_min_weight", "HybridSynthesizer",
             "the charged selection (charge_selection=True) with the smallest workload weight as its sensitivity",
-            _HYBRID, "        self.sensitivity = max(weights.values())\n", "        self.sensitivity = min(weights.values())\n",
+            _HYBRID_ROUNDS, "        self.sensitivity = max(weights.values())\n", "        self.sensitivity = min(weights.values())\n",
             [_SELECTION + "::test_randdpgen_measures_the_mechanisms_pick"]),
     _mutant("randdpgen_stores_the_simulated_roster", "HybridSynthesizer",
             "partition_ keeps the roster simulated from the table (its size is the exact record count)",
@@ -339,7 +340,7 @@ CATALOGUE: tuple[Mutant, ...] = (
             ["tests/test_privacy_holes.py::test_simulated_partition_stores_no_exact_count"]),
     _mutant("randdpgen_measurement_drawn_twice", "HybridSynthesizer",
             "every DMM call is made twice and averaged, the ledger charging one",
-            _HYBRID, "        reply = self.measure(r, rho_prime, protocol=self.protocol, n_repeats=self.e, shortcut=self.shortcut)\n"
+            _HYBRID_ROUNDS, "        reply = self.measure(r, rho_prime, protocol=self.protocol, n_repeats=self.e, shortcut=self.shortcut)\n"
                      "        values, var = combine(reply, self.domain)\n",
             "        reply = self.measure(r, rho_prime, protocol=self.protocol, n_repeats=self.e, shortcut=self.shortcut)\n"
             "        values, var = combine(reply, self.domain)\n"

@@ -38,8 +38,6 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
-import numpy as np
-
 from ...domain import Domain
 from ...marginals import marginals
 from ...params import Interval, Options
