@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .domain import Domain
+from .utils import is_lazy_codes
 
 __all__ = [
     "as_codes",
@@ -347,11 +348,6 @@ def _count_small(t: _Table, idx: np.ndarray, mask: np.ndarray | None, m: int) ->
     total[-1] += m - seen
 
 
-def _is_lazy(codes) -> bool:
-    """Out-of-core codes (:class:`skdpsynth.outofcore.DaskCodes`), recognised without importing dask."""
-    return bool(getattr(codes, "__skdpsynth_lazy_codes__", False))
-
-
 def marginal(codes: np.ndarray, domain: Domain, clique: Iterable[str], weights: np.ndarray | None = None) -> np.ndarray:
     """Contingency table of ``clique`` (axes in domain order) from validated codes.
 
@@ -387,7 +383,7 @@ def marginal(codes: np.ndarray, domain: Domain, clique: Iterable[str], weights: 
     [[0.0, 0.0, 1.0], [1.0, 0.0, 1.0]]
     """
     clique = domain.canonical(clique)
-    if _is_lazy(codes):
+    if is_lazy_codes(codes):
         return codes.marginals(domain, [clique], weights)[clique]
     if not clique:
         total = codes.shape[0] if weights is None else float(np.sum(weights))
@@ -428,7 +424,7 @@ def marginals(
     >>> tables[("a", "b")].tolist(), tables[("c",)].tolist()
     ([[0.0, 2.0], [1.0, 1.0]], [1.0, 0.0, 3.0])
     """
-    if _is_lazy(codes):
+    if is_lazy_codes(codes):
         return codes.marginals(domain, cliques, weights)
     wanted = {domain.canonical(c) for c in cliques}
     n = codes.shape[0]

@@ -215,7 +215,7 @@ class DaskCodes:
     [1.0, 3.0]
     """
 
-    # How skdpsynth.marginals recognises lazy codes without importing this module.
+    # How the layers below recognise lazy codes without importing this module (utils.is_lazy_codes).
     __skdpsynth_lazy_codes__ = True
 
     def __init__(self, frame, columns: Sequence, transforms: Sequence[Callable[[np.ndarray], np.ndarray]] = ()):

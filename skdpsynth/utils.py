@@ -9,7 +9,15 @@ import warnings
 import numpy as np
 import pandas as pd
 
-__all__ = ["check_random_state", "available_memory", "check_memory", "format_bytes", "append_target", "moved_names"]
+__all__ = ["check_random_state", "available_memory", "check_memory", "format_bytes", "append_target", "moved_names",
+           "is_lazy_codes", "is_remote_data", "LAZY_CODES_MARKER", "REMOTE_DATA_MARKER"]
+
+#: The class attribute (set to ``True``) by which out-of-core codes (:class:`skdpsynth.outofcore.DaskCodes`) are
+#: recognised in the layers below :mod:`skdpsynth.outofcore`, which cannot import it.
+LAZY_CODES_MARKER = "__skdpsynth_lazy_codes__"
+#: The class attribute (set to ``True``) of records that stay with their parties
+#: (:class:`skdpsynth.federated.FederatedData`), recognised by the synthesizers' common ``fit``.
+REMOTE_DATA_MARKER = "__skdpsynth_remote__"
 
 
 def check_random_state(seed=None) -> np.random.Generator:
@@ -194,3 +202,34 @@ def moved_names(module: str, moved: dict, removal: str = "0.2"):
             return getattr(importlib.import_module(moved[name]), name)
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     return __getattr__
+
+
+def is_lazy_codes(codes) -> bool:
+    """Whether ``codes`` are out-of-core codes, counted partition by partition (:mod:`skdpsynth.outofcore`).
+
+    The three kinds of input a fit takes are an in-memory table, out-of-core codes and records that stay with
+    their parties (:func:`is_remote_data`); the last two are recognised by a class attribute
+    (:data:`LAZY_CODES_MARKER`, :data:`REMOTE_DATA_MARKER`), here only, so that no lower layer imports the
+    modules that define them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.utils import is_lazy_codes
+    >>> is_lazy_codes(np.zeros((3, 2), dtype=int))
+    False
+    """
+    return bool(getattr(codes, LAZY_CODES_MARKER, False))
+
+
+def is_remote_data(X) -> bool:
+    """Whether ``X`` holds records that stay with their parties (:class:`skdpsynth.federated.FederatedData`).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from skdpsynth.utils import is_remote_data
+    >>> is_remote_data(pd.DataFrame({"a": [0, 1]}))
+    False
+    """
+    return bool(getattr(X, REMOTE_DATA_MARKER, False))

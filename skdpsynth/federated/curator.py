@@ -534,7 +534,7 @@ class FederatedData:
     (5, 3)
     """
 
-    __skdpsynth_remote__ = True
+    __skdpsynth_remote__ = True   # how the synthesizers' fit recognises it (utils.is_remote_data)
 
     def __init__(self, domain, partition, hosts: Mapping[str, Any], *, backend="local"):
         self.domain = domain if isinstance(domain, Domain) else Domain.from_dict(dict(domain))

@@ -43,7 +43,7 @@ from ..outofcore import is_out_of_core
 from ..params import Interval, Options, validate_params
 from ..privacy import PrivacyLedger, cdp_rho
 from ..privacy.randomness import child_random_states, noise_generator, warn_reproducible_noise
-from ..utils import append_target, check_random_state
+from ..utils import append_target, check_random_state, is_remote_data
 
 __all__ = ["BaseSynthesizer"]
 
@@ -143,7 +143,7 @@ class BaseSynthesizer(BaseEstimator):
         self
         """
         start = time.perf_counter()
-        remote = bool(getattr(X, "__skdpsynth_remote__", False))
+        remote = is_remote_data(X)
         lazy = not remote and is_out_of_core(X)
         if remote:  # records that stay with their parties (skdpsynth.federated.FederatedData)
             self._check_remote(X, y)

@@ -28,7 +28,7 @@ from ..graphical.estimation import independent_estimate
 from ..marginals import marginals
 from ..params import Options
 from ..privacy import PrivacyLedger, exponential_mechanism
-from ..utils import check_memory
+from ..utils import check_memory, is_lazy_codes
 from .base import BaseSynthesizer
 from .select_measure import measure_marginals
 
@@ -98,7 +98,7 @@ class DomainCompression:
         return Measurement(m.clique, y, m.sigma, sp.diags(q).tocsr())
 
     def transform(self, codes: np.ndarray) -> np.ndarray:
-        if getattr(codes, "__skdpsynth_lazy_codes__", False):  # out-of-core codes: the same map per partition
+        if is_lazy_codes(codes):  # out-of-core codes: the same map per partition
             return codes.map_codes(self.transform)
         out = np.empty_like(codes)
         for j, a in enumerate(self.original):

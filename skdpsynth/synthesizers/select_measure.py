@@ -31,6 +31,7 @@ from ..graphical.tables import num_threads
 from ..marginals import downward_closure, marginal, marginals, workload as make_workload
 from ..params import Interval, Options
 from ..privacy import PrivacyLedger, gaussian_mechanism
+from ..utils import is_lazy_codes
 
 __all__ = [
     "measure_marginals",
@@ -100,7 +101,7 @@ def measure_marginals(
     w = np.ones(len(cliques)) if weights is None else np.asarray(weights, dtype=float)
     if weights is not None:
         w = w / np.linalg.norm(w)
-    if getattr(codes, "__skdpsynth_lazy_codes__", False):
+    if is_lazy_codes(codes):
         marginals(codes, domain, cliques)  # out-of-core codes: every clique in one pass over the data (kept)
     out = []
     for clique, wi in zip(cliques, w):

@@ -15,6 +15,7 @@ from ...federated.parties import SECURE_COMPUTATIONS
 from ...federated.runtime import warn_curator_noise
 from ...params import Interval, Options
 from ...privacy import PrivacyLedger, cdp_epsilon, cdp_epsilon_loose, cdp_rho_loose, warn_privacy_leak
+from ...utils import is_remote_data
 from ..base import BaseSynthesizer
 from ..select_measure import WORKLOAD_CONSTRAINT, resolve_workload
 from .rounds import randdpgen
@@ -426,7 +427,7 @@ class HybridSynthesizer(BaseSynthesizer):
 
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
         columns = list(domain.attrs)
-        remote = bool(getattr(codes, "__skdpsynth_remote__", False))
+        remote = is_remote_data(codes)
         if remote:  # FederatedData: the parties run elsewhere; only their messages reach this process
             if self._fit_partition is not None:
                 raise ValueError("FederatedData carries its partition; do not pass partition= as well.")
