@@ -1,4 +1,5 @@
-"""VertiMRF binning/HisRec and the GRR frequency oracle (spec shared/specs/vertimrf.md §5.2, §6.2, §7; T15, T17).
+"""VertiMRF binning/HisRec (KDD'24 §6.1 and Eq. (5)) and the GRR frequency oracle (KDD'24 App. B; the extended
+version's §4.2 and Theorem 1).
 
 Modules: skdpsynth.synthesizers.vertical_mrf.binning and skdpsynth.synthesizers.vertical_mrf.frequency_oracle.
 Every statistical tolerance is derived from the exact distribution of the
@@ -52,7 +53,7 @@ def ci_records(sizes, n_bins, rng):
     Then the 1-way count of value v_i is w_i[v_i]·g_i(bin_i(v_i)), so the exact
     value distribution is U_i[v_i] = w_i[v_i] / Σ_{v′ in bin} w_i[v′] and
     T_low[bin(v)]·Π_i U_i[v_i] = T_high[v]: the attributes are conditionally
-    independent given their bins, the case in which HisRec is exact (T17).
+    independent given their bins, the case in which HisRec is exact.
     """
     bin_maps = [equal_width_bins(u, n_bins) for u in sizes]
     ws = []
@@ -81,17 +82,17 @@ def binned_histogram(codes, bin_maps):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Equal-width binning (§5.2 [R], G23)
+# Equal-width binning (KDD'24 §6.1; doc/deviations.md, "Binning over the public domain")
 # ---------------------------------------------------------------------------------------------------------------------
-def test_equal_width_bins_match_spec_formula_on_grid():
+def test_equal_width_bins_match_closed_form_on_grid():
     for u in range(1, 41):
         for b in range(1, 13):
             got = equal_width_bins(u, b)
             assert got.dtype == np.int64 and got.shape == (u,)
             if u > b:
-                # Spec §5.2 [R], 1-based: bin(v) = ⌊(v−1)·b/u⌋ + 1 for v ∈ [u]; exact Python integer arithmetic.
-                spec = [((v - 1) * b) // u + 1 for v in range(1, u + 1)]
-                assert (got + 1).tolist() == spec
+                # 1-based: bin(v) = ⌊(v−1)·b/u⌋ + 1 for v ∈ [u]; exact Python integer arithmetic.
+                expected = [((v - 1) * b) // u + 1 for v in range(1, u + 1)]
+                assert (got + 1).tolist() == expected
                 widths = np.bincount(got)
                 assert widths.shape == (b,) and (widths > 0).all()  # every bin non-empty
                 assert set(widths.tolist()) <= {u // b, -(-u // b)}  # widths differ by 1 at most
@@ -113,7 +114,7 @@ def test_bin_map_validation():
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Value distributions (§5.2 [R], G5; T15 for the Laplace noise)
+# Value distributions (KDD'24 §6.1; doc/deviations.md, "Laplace noise on the per-value counts")
 # ---------------------------------------------------------------------------------------------------------------------
 def test_normalize_within_bins_clips_and_uses_uniform_for_empty_bins():
     U = normalize_within_bins([3.0, -1.0, 1.0, -2.0, -5.0, 0.0, 7.0], [0, 0, 0, 1, 1, 1, 2])
@@ -165,8 +166,8 @@ def test_value_distributions_validation():
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
-def test_t15_value_distribution_noise_scale(monkeypatch, epsilon):
-    """T15: the noise on the per-value counts is discrete Laplace of scale b = 1/ε (sensitivity 1).
+def test_value_distribution_noise_scale(monkeypatch, epsilon):
+    """The noise on the per-value counts is discrete Laplace of scale b = 1/ε (sensitivity 1).
 
     The noisy counts ñ are captured from the real call path (a wrapper around the
     module's laplace_mechanism).  With a = e^{−1/b}, the discrete Laplace
@@ -220,11 +221,11 @@ def test_uniform_value_distributions():
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# HisRec (§6.2; T17)
+# HisRec (KDD'24 §6.1, Eq. (5))
 # ---------------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("sizes", [(10,), (10, 7), (10, 3, 9), (3, 12, 2)])
-def test_t17_his_rec_exact_under_conditional_independence(sizes):
-    """T17: exact U and exact binned histogram reproduce the raw histogram when attributes are CI given bins.
+def test_his_rec_exact_under_conditional_independence(sizes):
+    """Exact U and exact binned histogram reproduce the raw histogram when attributes are CI given bins.
 
     Mixed binned (u > 4) and unbinned (u <= 4) attributes; 1-, 2- and 3-way.
     "Exact" up to floating-point rounding of T_low·Π U (a few ulps): rtol 1e-12.
@@ -250,7 +251,7 @@ def test_t17_his_rec_exact_under_conditional_independence(sizes):
 
 
 def test_his_rec_is_not_exact_without_conditional_independence():
-    """Control for T17: within-bin dependence (A = B on raw values) is lost, but totals and bin-marginals are kept."""
+    """Control for test_his_rec_exact_under_conditional_independence: within-bin dependence (A = B on raw values) is lost, but totals and bin-marginals are kept."""
     rng = np.random.default_rng(7)
     a = rng.integers(0, 8, 2000)
     b = a.copy()  # identical attributes: strongly dependent inside each bin
@@ -294,7 +295,7 @@ def test_his_rec_validation():
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# GRR (§7; T15)
+# GRR (KDD'24 App. B; extended version §4.2)
 # ---------------------------------------------------------------------------------------------------------------------
 def test_grr_probabilities():
     for eps in (0.01, 0.5, 1.0, 3.0, 800.0):  # 800: e^ε overflows a float; the computation does not
@@ -311,8 +312,8 @@ def test_grr_probabilities():
 
 
 @pytest.mark.parametrize("epsilon, size", [(0.5, 6), (2.0, 6), (1.0, 2)])
-def test_t15_grr_keep_probability_and_uniform_off_values(epsilon, size):
-    """T15: Pr[keep] = p; a changed value is uniform over the u−1 others.
+def test_grr_keep_probability_and_uniform_off_values(epsilon, size):
+    """Pr[keep] = p; a changed value is uniform over the u−1 others.
 
     Keep indicators are i.i.d. Bernoulli(p): |p̂ − p| ≤ 5·√(p(1−p)/n) (binomial,
     5 standard errors).  Given a change, the reported value is uniform on the u−1
@@ -352,7 +353,7 @@ def test_grr_perturb_edge_cases():
 
 @pytest.mark.parametrize("epsilon", [0.05, 0.5, 1.0, 4.0])
 @pytest.mark.parametrize("size", [1, 2, 3, 10, 50])
-def test_t15_grr_inverse_closed_form(epsilon, size):
+def test_grr_inverse_closed_form(epsilon, size):
     P = grr_transition_matrix(size, epsilon)
     p, q = grr_probabilities(epsilon, size)
     np.testing.assert_allclose(P, (p - q) * np.eye(size) + q * np.ones((size, size)), rtol=0, atol=1e-15)
@@ -380,7 +381,7 @@ def test_fo_marginal_matches_kronecker_inverse():
         assert est.shape == sizes and est.dtype == np.float64
         np.testing.assert_allclose(est, ref, rtol=1e-10, atol=1e-8 * n)
         assert math.isclose(est.sum(), n, rel_tol=1e-10)  # P^{−1} preserves the total
-        np.testing.assert_array_equal(fo_marginal(cols, sizes, eps), np.maximum(est, 0.0))  # clip (G28)
+        np.testing.assert_array_equal(fo_marginal(cols, sizes, eps), np.maximum(est, 0.0))  # clip (doc/deviations.md, "Clamping CarEst cells at zero")
     # One ε for all columns.
     cols = [rng.integers(0, 3, 50), rng.integers(0, 2, 50)]
     np.testing.assert_array_equal(fo_marginal(cols, [3, 2], 0.9), fo_marginal(cols, [3, 2], [0.9, 0.9]))
@@ -413,14 +414,14 @@ def test_fo_marginal_validation():
         fo_marginal([a], [3], 0.0)
 
 
-def test_t15_fo_car_est_unbiased():
-    """T15: FO CarEst (before clipping) is unbiased; the mean over 200 reps is within 3 s.e. of the truth.
+def test_fo_car_est_unbiased():
+    """FO CarEst (before clipping) is unbiased; the mean over 200 reps is within 3 s.e. of the truth.
 
     Exact covariance of one estimate: the noisy count vector is a sum of independent
     one-hot draws with probabilities π_r = P e_{x_r} (P = P_1 ⊗ P_2), so
     Cov(c) = diag(P T) − Σ_r π_r π_rᵀ and Cov(P^{−1}c) = P^{−1} diag(P T) P^{−ᵀ} − diag(T)
     (P^{−1}π_r = e_{x_r}).  The s.e. of the mean of R = 200 reps is √(diag Cov / R).
-    Per cell we require |mean − T| ≤ 3 s.e. (the spec's bound); jointly, the
+    Per cell we require |mean − T| ≤ 3 s.e. (a fixed seed, so a fixed outcome); jointly, the
     Mahalanobis statistic R·δᵀ Cov⁺ δ (rank k − 1: every estimate sums to n) must
     be below the χ²_{k−1} 0.999-quantile.
     """
@@ -452,14 +453,14 @@ def test_t15_fo_car_est_unbiased():
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# FO accounting (§7, G7)
+# FO accounting (Theorem 1; doc/deviations.md, "Frequency-oracle accounting")
 # ---------------------------------------------------------------------------------------------------------------------
 def test_fo_epsilon_prime_modes():
     assert fo_epsilon_prime(0.32, 15, None) == 0.32 / 15
     assert fo_epsilon_prime(0.32, 15, 1e-5, "conservative") == 0.32 / 15
     paper = fo_epsilon_prime(0.32, 15, 0.5 / 36177, "paper")
     assert paper == max(2 * 0.32 / 15, 0.32 / (2 * math.sqrt(2 * 15 * math.log(2 * 36177))))
-    assert round(paper, 4) == 0.0427  # spec §8 "FO example" (Adult, ε = 0.8, ε_enc = 0.32)
+    assert round(paper, 4) == 0.0427  # Adult at ε = 0.8: ε_enc = 0.4 ε = 0.32, d = 15, n = 36,177 (computed)
     # "paper" is never below twice "conservative" (its first term is 2ε_enc/d).
     for d in (1, 5, 50, 5000):
         assert fo_epsilon_prime(1.0, d, 1e-6, "paper") >= 2 * fo_epsilon_prime(1.0, d, None)

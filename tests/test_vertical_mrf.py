@@ -1,8 +1,8 @@
 """VerticalMRFSynthesizer (VertiMRF): accounting, the trust boundary, the server, hostile input, end to end.
 
-Spec ``shared/specs/vertimrf.md`` §15: T14 (ledger), T18 (consistency), T19 (GraphCom), T22 (end to end),
-T23 (determinism, round trip), T24 (leakage guards); plus the server replayed from the logged messages.
-The sketch layer (T1-T9, T12, T13) is in ``test_vertical_sketches.py``; binning, HisRec and GRR (T15, T17)
+The ledger (KDD'24 §7.1's budget split), the consistency step (§6.2), GraphCom (§5.1), end to end, determinism and
+the messages' round trip, leakage guards (nothing but DP releases crosses the trust boundary); plus the server
+replayed from the logged messages.  The sketch layer is in ``test_vertical_sketches.py``; binning, HisRec and GRR
 in ``test_vertical_binning_fo.py``.
 """
 import io
@@ -31,7 +31,7 @@ PARTIES = [["a", "b", "c"], ["d", "e", "f"]]
 
 
 def cross_party_data(n=5000, seed=0):
-    """T22's data: a chain a -> d -> b -> e -> c -> f, every link crossing the two parties ({a, b, c} | {d, e, f})."""
+    """The end-to-end data: a chain a -> d -> b -> e -> c -> f, every link crossing the two parties ({a, b, c} | {d, e, f})."""
     rng = np.random.default_rng(seed)
 
     def noisy_copy(x, size, keep):
@@ -76,7 +76,7 @@ def crosstab(frame, x, y):
                                                    fill_value=0).to_numpy()
 
 
-# -- T14: the ledger sums to the budget --------------------------------------------------------------------------------
+# -- the ledger sums to the budget ------------------------------------------------------------------------------------
 def ledger_totals(ledger):
     entries = [e for e in ledger if e.accounting != "leak"]
     return math.fsum(e.epsilon for e in entries), math.fsum(e.delta for e in entries)
@@ -99,14 +99,14 @@ def test_ledger_sums_to_the_budget(data, n_parties, n_bins):
     binned = ledger.description.str.startswith("value distribution").sum()
     assert binned == (2 if n_bins == 4 else 0)  # c (10) and f (6) have more than 4 values
     budget = vertical_budget(2.0, 1e-5, n_parties=n_parties, n_attributes=6, n_binned=binned)
-    assert budget.epsilon_encoding == pytest.approx(2.0 * (0.36 if binned else 0.56))  # G4: binning share moves
+    assert budget.epsilon_encoding == pytest.approx(2.0 * (0.36 if binned else 0.56))  # the binning share moves (doc/deviations.md, "Binning budget per binned column")
 
 
 def test_fo_and_none_accounting(data):
     with pytest.warns(PrivacyLeakWarning, match="exact record count"):
         fo = make(encoder="fo", epsilon=2.0).fit(data)
     assert ledger_totals(fo.privacy_ledger_) == pytest.approx((2.0, 1e-6))
-    assert not fo.privacy_ledger_.is_private  # the row-aligned GRR table reveals n (spec §7)
+    assert not fo.privacy_ledger_.is_private  # the row-aligned GRR table reveals n (doc/deviations.md, "Frequency-oracle accounting")
     assert "NOT differentially private" in fo.privacy_report_["statement"]
     none = make(encoder="none", epsilon=2.0).fit(data)
     assert ledger_totals(none.privacy_ledger_) == pytest.approx((2.0, 1e-6))
@@ -122,7 +122,7 @@ def test_rdp_accounting_uses_a_larger_epsilon_prime_for_the_same_budget(data):
     assert theorem2["rdp_optimal_epsilon"] <= theorem2["theorem2_epsilon"]
 
 
-# -- T22: end to end ---------------------------------------------------------------------------------------------------
+# -- end to end -------------------------------------------------------------------------------------------------------
 def test_sketches_recover_cross_party_dependence(data, fitted):
     """Cross-party 2-way TVD below the local-models-only baseline, at ε = 8 with t = 200."""
     baseline = make(encoder="none").fit(data)
@@ -171,7 +171,7 @@ def test_server_replays_from_the_logged_messages(data, fitted):
     assert sorted(result.graph.edges) == sorted(fitted.graph_.edges)
 
 
-# -- T23: determinism and round trip ------------------------------------------------------------------------------------
+# -- determinism and round trip ---------------------------------------------------------------------------------------
 def test_same_seed_same_output_and_messages_round_trip(data, fitted):
     twin = make(keep_messages=True).fit(data)
     assert twin.messages_ == fitted.messages_
@@ -216,13 +216,13 @@ def test_unseeded_fits_draw_fresh_keys_and_noise(data):
         make(random_state=1).fit(data)
 
 
-# -- T24: nothing but DP releases crosses the boundary ---------------------------------------------------------------
+# -- nothing but DP releases crosses the boundary --------------------------------------------------------------------
 def message_payloads(raw: bytes) -> list[bytes]:
     with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
         return [npz[name].tobytes() for name in npz.files]
 
 
-def test_messages_hold_no_key_no_raw_value_and_only_the_spec_fields(data, fitted):
+def test_messages_hold_no_key_no_raw_value_and_only_the_listed_fields(data, fitted):
     assert list(VerticalMessage.__dataclass_fields__) == list(VerticalMessage._FIELDS)
     assert set(VerticalMessage._FIELDS) == {"party", "columns", "local_potentials", "local_total", "measured",
                                             "graph_edges", "value_distributions", "sketches", "perturbed",
@@ -260,7 +260,7 @@ def test_the_server_sees_no_data(fitted):
             assert value.ndim < 2 or value.shape[0] != 5000, name
 
 
-# -- T18 consistency, T19 GraphCom --------------------------------------------------------------------------------------
+# -- consistency (KDD'24 §6.2), GraphCom (§5.1) ---------------------------------------------------------------------
 def test_consistency_enforcement():
     rng = np.random.default_rng(3)
     est = rng.random((3, 4)) * 10 - 1  # negatives too
@@ -308,7 +308,7 @@ def test_graph_com_respects_tau_order_and_local_edges(data, fitted):
 
 
 def test_r_scores_rank_true_dependence(data, fitted):
-    """T10: the sketch R-scores rank the 9 cross-party pairs as their true R-scores do (binned domains)."""
+    """The sketch R-scores rank the 9 cross-party pairs as their true R-scores do (binned domains)."""
     from scipy.stats import spearmanr
 
     server = VerticalServer(fitted.config_)
