@@ -1,6 +1,8 @@
-"""Partition algorithms of PPSyn (spec partition.md §6–§10, §16 S3; tests T6–T14).
+"""Partition algorithms of PPSyn: the required budget (Eq. (7)-(8)), Algorithm 3 (one-dimensional merges) and
+Algorithm 4 (multi-dimensional splits) of §4.2.2, Theorems 3-5 in expectation, ``Est`` (Algorithm 1 line 8), the
+precomputed sequences of the "Skill to improve efficiency" paragraph, and strict mode's utility (doc/partition.md).
 
-Numbers quoted from the spec are (computed) test vectors of its reference prototype, not paper numbers.
+The worked examples' numbers are computed from the algorithms' formulas; none of them is printed in the paper.
 """
 from __future__ import annotations
 
@@ -98,9 +100,10 @@ def random_shape(rng: np.random.Generator) -> tuple[int, ...]:
 def test_required_rho_formula_guards_and_broadcasting():
     assert required_rho(8, 0.0, ETA, 40.0) == pytest.approx(64 / (math.pi * 28 ** 2), rel=RTOL)
     assert isinstance(required_rho(8, 0.0, ETA, 40.0), float)
-    assert required_rho(3, 28.0, ETA, 40.0) == math.inf          # RE = η·C  (A10)
+    # RE ≥ η·C or C ≤ 0: an infinite budget (doc/deviations.md, "Infeasible budgets are infinite")
+    assert required_rho(3, 28.0, ETA, 40.0) == math.inf          # RE = η·C
     assert required_rho(3, 30.5, ETA, 40.0) == math.inf          # RE > η·C
-    assert required_rho(3, 0.0, ETA, 0.0) == math.inf            # C = 0     (A15)
+    assert required_rho(3, 0.0, ETA, 0.0) == math.inf            # C = 0
     assert required_rho(3, 0.0, ETA, -5.0) == math.inf
     assert required_rho(3, 0.0, ETA, float("nan")) == math.inf
     out = required_rho(np.array([[1], [2]]), np.array([0.0, 10.0, 40.0]), 0.5, 40.0)
@@ -120,12 +123,12 @@ def test_group_errors_and_reconstruction_error():
         group_errors(Q6, labels[:-1], 3)
 
 
-# ----------------------------------------------------------------------------------------------------- T6, T7
-T6_SIZES = [8, 7, 6, 5, 4, 3, 2, 1]
-T6_ERRORS = [0, 0, 1, 2, 10 / 3, 4, 30.5, 59]
-T6_RHO_40 = [0.025984480504799, 0.019894367886487, 0.015719006725125, 0.011771815317448,
-             0.008370457196944, 0.004973591971622]
-T6_MERGES = [  # groups after each accepted merge (spec T6 merge order)
+# ------------------------------------------------------------------ Algorithm 3 worked example, noise calibration
+MERGE_SIZES = [8, 7, 6, 5, 4, 3, 2, 1]
+MERGE_ERRORS = [0, 0, 1, 2, 10 / 3, 4, 30.5, 59]
+MERGE_RHO_40 = [0.025984480504799, 0.019894367886487, 0.015719006725125, 0.011771815317448,
+                0.008370457196944, 0.004973591971622]
+MERGE_STEPS = [  # groups after each accepted merge (doc/deviations.md, "Merge error": ties go to the smallest u)
     [{0}, {1, 2}, {3}, {4}, {5}, {6}, {7}],
     [{0}, {1, 2}, {3}, {4, 5}, {6}, {7}],           # {4},{5}: Δ = 1, tie with {5},{6} → smaller u
     [{0}, {1, 2}, {3}, {4, 5, 6}, {7}],
@@ -134,26 +137,26 @@ T6_MERGES = [  # groups after each accepted merge (spec T6 merge order)
     [{0, 1, 2, 3}, {4, 5, 6, 7}],                   # Δ = 26.5: tried and rejected by the rule
     [set(range(8))],
 ]
-T6_GROUPS = [{0, 1, 2, 3}, {4, 5, 6}, {7}]
+MERGE_GROUPS = [{0, 1, 2, 3}, {4, 5, 6}, {7}]
 
 
-def test_t6_merge_sequence_worked_example():
+def test_merge_sequence_worked_example():
     seq = merge_sequence(Q6)
     assert isinstance(seq, PartitionSequence) and seq.kind == "merge" and seq.shape == (8,)
     assert len(seq) == 8 and seq.sizes.dtype == np.int64
-    np.testing.assert_array_equal(seq.sizes, T6_SIZES)
-    np.testing.assert_allclose(seq.errors, T6_ERRORS, rtol=RTOL, atol=1e-12)
+    np.testing.assert_array_equal(seq.sizes, MERGE_SIZES)
+    np.testing.assert_allclose(seq.errors, MERGE_ERRORS, rtol=RTOL, atol=1e-12)
     rho = seq.rho(ETA, 40.0)
-    np.testing.assert_allclose(rho[:6], T6_RHO_40, rtol=1e-12)     # the spec prints 15 digits
+    np.testing.assert_allclose(rho[:6], MERGE_RHO_40, rtol=1e-12)  # MERGE_RHO_40 has 15 digits
     assert np.all(np.isinf(rho[6:]))                                # RE ≥ 28 → +∞ (guard)
     assert groups(seq.labels(0)) == [{i} for i in range(8)]
-    for t, expected in enumerate(T6_MERGES, start=1):
+    for t, expected in enumerate(MERGE_STEPS, start=1):
         assert groups(seq.labels(t)) == expected, t
     for contr, rho_expected, score in [(40.0, 9 / (math.pi * 24 ** 2), 8042.47719318987),
                                        (100.0, 9 / (math.pi * 66 ** 2), 152053.08443374597)]:
         t = seq.stop(ETA, contr)
         assert t == 5
-        assert groups(seq.labels(t)) == T6_GROUPS
+        assert groups(seq.labels(t)) == MERGE_GROUPS
         assert seq.errors[t] == pytest.approx(4.0, rel=RTOL)
         assert seq.rho(ETA, contr)[t] == pytest.approx(rho_expected, rel=RTOL)
         assert contr / seq.rho(ETA, contr)[t] == pytest.approx(score, rel=RTOL)
@@ -165,16 +168,16 @@ def test_t6_merge_sequence_worked_example():
 
 @pytest.mark.parametrize("contr, rho_expected, score", [(40.0, 0.0049735919716217296, 8042.47719318987),
                                                         (100.0, 0.0006576650540987411, 152053.08443374597)])
-def test_t6_direct_algorithm_3(contr, rho_expected, score):
+def test_direct_algorithm_3(contr, rho_expected, score):
     labels, rho, re = partition(Q6, ETA, contr)
-    assert groups(labels) == T6_GROUPS
+    assert groups(labels) == MERGE_GROUPS
     np.testing.assert_array_equal(labels, [0, 0, 0, 0, 1, 1, 1, 2])
     assert re == pytest.approx(4.0, rel=RTOL)
     assert rho == pytest.approx(rho_expected, rel=RTOL)
     assert contr / rho == pytest.approx(score, rel=RTOL)
 
 
-def test_t7_noise_calibration():
+def test_noise_calibration():
     rho = 9 / (math.pi * 24 ** 2)
     sigma = 1 / math.sqrt(2 * rho)
     assert sigma == pytest.approx(10.026513098524001, rel=RTOL)
@@ -182,8 +185,8 @@ def test_t7_noise_calibration():
     assert math.sqrt(2 / math.pi) * 3 * sigma == pytest.approx(ETA * 40.0 - 4.0, rel=RTOL)
 
 
-# --------------------------------------------------------------------------------------------------------- T8
-def test_t8_guard_a10():
+# ----------------------------------------- Algorithm 3's guard (doc/deviations.md, "Infeasible budgets are infinite")
+def test_algorithm_3_infeasible_budget_guard():
     q = np.array([0.0, 0.0, 1000.0])
     labels, rho, re = partition(q, 0.5, 20.0)
     assert groups(labels) == [{0, 1}, {2}]
@@ -200,24 +203,24 @@ def test_t8_guard_a10():
     assert seq.rho(0.5, 20.0)[-1] == math.inf
 
 
-# --------------------------------------------------------------------------------------------------------- T9
-T9_RECTS = [{0, 1, 4, 5}, {2, 3, 6, 7}, set(range(8, 16))]     # rows[0,2)×cols[0,2), rows[0,2)×cols[2,4), rows[2,4)
+# ---------------------------------------------------------------------------------- Algorithm 4 worked example
+SPLIT_RECTS = [{0, 1, 4, 5}, {2, 3, 6, 7}, set(range(8, 16))]     # rows[0,2)×cols[0,2), rows[0,2)×cols[2,4), rows[2,4)
 
 
 @pytest.mark.parametrize("contr, rho_expected", [(200.0, 0.00019894367886486917), (400.0, 4.237853514281237e-05)])
-def test_t9_algorithm_4_worked_example(contr, rho_expected):
+def test_algorithm_4_worked_example(contr, rho_expected):
     assert rho_expected == pytest.approx(9 / (math.pi * (ETA * contr - 20) ** 2), rel=RTOL)
     labels, rho, re = partition(Q9, ETA, contr)
-    assert groups(labels) == T9_RECTS
+    assert groups(labels) == SPLIT_RECTS
     assert re == pytest.approx(20.0, rel=RTOL) and rho == pytest.approx(rho_expected, rel=RTOL)
     seq = split_sequence(Q9)
     t = seq.stop(ETA, contr)
     assert t == 2
-    assert groups(seq.labels(t)) == T9_RECTS
+    assert groups(seq.labels(t)) == SPLIT_RECTS
     assert seq.rho(ETA, contr)[t] == pytest.approx(rho_expected, rel=RTOL)
 
 
-def test_t9_sequence_details():
+def test_algorithm_4_sequence_details():
     seq = split_sequence(Q9)
     assert seq.kind == "split" and seq.shape == (4, 4) and len(seq) == 16
     np.testing.assert_allclose(seq.errors[:4], [290, 220, 20, 20], rtol=RTOL)
@@ -232,17 +235,17 @@ def test_t9_sequence_details():
     assert groups(seq.labels(3)) == [{0, 1, 4, 5}, {2, 3, 6, 7}, set(range(8, 12)), set(range(12, 16))]
 
 
-def test_t9_global_rule():
+def test_algorithm_4_global_rule():
     seq = split_sequence(Q9, split_rule="global")
     np.testing.assert_allclose(seq.errors[:4], [290, 220, 20, 20], rtol=RTOL)
     # step 3: every cut gains 0; the smallest cut coordinate wins (row 1 of the top-left block)
     np.testing.assert_array_equal(seq.operations[2], [3, 0, 1])
     labels, rho, _ = partition(Q9, ETA, 200.0, split_rule="global")
-    assert groups(labels) == T9_RECTS and rho == pytest.approx(0.00019894367886486917, rel=RTOL)
+    assert groups(labels) == SPLIT_RECTS and rho == pytest.approx(0.00019894367886486917, rel=RTOL)
 
 
-# -------------------------------------------------------------------------------------------------------- T10
-def test_t10_merge_properties_on_random_marginals():
+# ------------------------------------------------------------------------------ properties on random marginals
+def test_merge_properties_on_random_marginals():
     rng = np.random.default_rng(10)
     for _ in range(60):
         n = int(rng.integers(1, 60))
@@ -275,7 +278,7 @@ def test_t10_merge_properties_on_random_marginals():
 
 
 @pytest.mark.parametrize("split_rule", ["max_re_interval", "global"])
-def test_t10_split_properties_on_random_marginals(split_rule):
+def test_split_properties_on_random_marginals(split_rule):
     rng = np.random.default_rng(11)
     for _ in range(40):
         shape = tuple(int(x) for x in rng.integers(1, 6, size=int(rng.integers(2, 4))))
@@ -303,7 +306,7 @@ def test_t10_split_properties_on_random_marginals(split_rule):
         assert rho == pytest.approx(required_rho(labels.max() + 1, re, eta, contr), rel=RTOL)
 
 
-def test_t10_claims_that_do_not_hold():
+def test_claims_that_do_not_hold():
     # RE is not monotone along a split sequence: the forced axis-0 cut of this block raises it.
     seq = split_sequence(np.array([[4.0, 4.0, 0.0], [4.0, 3.0, 9.0]]))
     assert seq.errors[0] == pytest.approx(10.0) and seq.errors[1] == pytest.approx(38 / 3)
@@ -318,7 +321,8 @@ def test_t10_claims_that_do_not_hold():
 
 
 def test_axes_without_a_splittable_rectangle_are_skipped():
-    """A12: an axis of extent 1 (or exhausted) advances t without adding a step."""
+    """An axis of extent 1 (or exhausted) advances t without adding a step (doc/deviations.md, "Choosing the
+    rectangle to split")."""
     rng = np.random.default_rng(12)
     for shape in [(1, 5), (5, 1), (3, 1, 4), (1, 1, 1), (2, 1, 1, 3)]:
         q = random_marginal(rng, shape) + rng.random(shape)
@@ -333,12 +337,12 @@ def test_axes_without_a_splittable_rectangle_are_skipped():
             assert rho == pytest.approx(seq.rho(ETA, c)[t], rel=RTOL)
 
 
-# -------------------------------------------------------------------------------------------------------- T11
-def test_t11_theorem_3_4_in_expectation_worked_example():
+# ----------------------------------------------------------------------------------- Theorems 3-5 in expectation
+def test_theorem_3_4_in_expectation_worked_example():
     labels, rho, re = partition(Q6, ETA, 40.0)
     sigma = 1 / math.sqrt(2 * rho)
     exact = exact_expected_l1(Q6, labels, sigma)
-    # The spec's "≈ 24.58" is a 10⁵-draw Monte Carlo figure ("allow 1 %"); the closed form gives 24.5511216…
+    # Measured: ≈ 24.58 by a 10⁵-draw Monte Carlo (allowing 1 %); the closed form gives 24.5511216…
     # (checked by numerical integration), 24.58 being ≈ 0.9 standard errors of a 10⁵-draw mean away.
     assert exact == pytest.approx(24.551121614096004, rel=1e-9)
     assert exact == pytest.approx(24.58, rel=0.01)
@@ -349,7 +353,7 @@ def test_t11_theorem_3_4_in_expectation_worked_example():
     assert mean <= 28.0
 
 
-def test_t11_theorems_4_5_in_expectation_random_marginals():
+def test_theorems_4_5_in_expectation_random_marginals():
     rng = np.random.default_rng(13)
     for shape in [(30,), (12,), (6, 5), (4, 3, 3)]:
         q = rng.poisson(rng.gamma(0.6, 15.0, size=shape)).astype(float)
@@ -363,8 +367,8 @@ def test_t11_theorems_4_5_in_expectation_random_marginals():
         assert abs(mean - exact) <= 4 * se
 
 
-# -------------------------------------------------------------------------------------------------------- T12
-def test_t12_uniform_estimate_and_aggregation_matrix():
+# ---------------------------------------------------------- Est (Algorithm 1 line 8) and the aggregation matrix
+def test_uniform_estimate_and_aggregation_matrix():
     labels, _, _ = partition(Q6, ETA, 40.0)
     noisy = np.array([3.5, 34.0, 29.0])
     est = uniform_estimate(labels, noisy)
@@ -387,8 +391,8 @@ def test_t12_uniform_estimate_and_aggregation_matrix():
                                [[50, 50, 0, 0], [50, 50, 0, 0], [2.5] * 4, [2.5] * 4], rtol=RTOL)
 
 
-# -------------------------------------------------------------------------------------------------------- T13
-def test_t13_sequence_termination_equals_direct_algorithms():
+# ------------------------------------------- precomputed sequences ("Skill to improve efficiency", §4.2.2)
+def test_sequence_termination_equals_direct_algorithms():
     rng = np.random.default_rng(2024)
     kinds = set()
     for case in range(200):
@@ -436,24 +440,24 @@ def test_stop_rules_and_infeasible_contribution():
         seq.stop(ETA, 40.0, rule="nope")
 
 
-# -------------------------------------------------------------------------------------------------------- T14
-T14_SIZES = [8, 7, 6, 5, 4, 3, 2, 1]
-T14_ERRORS = [0, 0, 1, 2, 10 / 3, 4, 30.5, 59]
+# ----------------------------------------------------------------------- strict mode's utility (doc/partition.md)
+UTILITY_SIZES = [8, 7, 6, 5, 4, 3, 2, 1]
+UTILITY_ERRORS = [0, 0, 1, 2, 10 / 3, 4, 30.5, 59]
 
 
-def test_t14_strict_utility_values():
-    assert strict_utility(T14_SIZES, T14_ERRORS, ETA, 40.0) == pytest.approx(11.537996562459266, rel=RTOL)
-    assert strict_utility(T14_SIZES, T14_ERRORS, ETA, 100.0) == pytest.approx(31.729490546762985, rel=RTOL)
+def test_strict_utility_values():
+    assert strict_utility(UTILITY_SIZES, UTILITY_ERRORS, ETA, 40.0) == pytest.approx(11.537996562459266, rel=RTOL)
+    assert strict_utility(UTILITY_SIZES, UTILITY_ERRORS, ETA, 100.0) == pytest.approx(31.729490546762985, rel=RTOL)
     seq = merge_sequence(Q6)
     assert strict_utility(seq.sizes, seq.errors, ETA, 40.0) == pytest.approx(11.537996562459266, rel=RTOL)
-    assert strict_utility(T14_SIZES, T14_ERRORS, ETA, 0.0) == 0.0
+    assert strict_utility(UTILITY_SIZES, UTILITY_ERRORS, ETA, 0.0) == 0.0
     grid = np.arange(0.0, 1001.0)
-    u = strict_utility(T14_SIZES, T14_ERRORS, ETA, grid)
+    u = strict_utility(UTILITY_SIZES, UTILITY_ERRORS, ETA, grid)
     assert u.shape == grid.shape
     assert np.max(np.abs(np.diff(u))) == pytest.approx(0.7, rel=1e-12)   # observed η on this sequence
 
 
-def test_t14_strict_utility_is_eta_lipschitz():
+def test_strict_utility_is_eta_lipschitz():
     rng = np.random.default_rng(14)
     for _ in range(200):
         length = int(rng.integers(1, 40))
@@ -523,7 +527,7 @@ def test_input_validation():
 
 
 def test_split_sequence_speed_guard(monkeypatch):
-    """Spec budget: a 10⁴-cell 3-way marginal, 200 splits, well under 0.1 s.  What makes it so is counted instead
+    """Target: a 10⁴-cell 3-way marginal, 200 splits, well under 0.1 s.  What makes it so is counted instead
     of timed: the whole grid's RE is computed once, and each split evaluates the cuts of one rectangle only, the one
     it splits, along the axis it splits, in one vectorised pass over that block (without the cache, every live
     rectangle would be evaluated again at every step: about 1.5·10⁴ passes instead of 200)."""
@@ -604,8 +608,8 @@ def test_strict_options_sampled_shares_take_off_half_the_inflation_bound():
 
 @pytest.mark.parametrize("noise_per_group", [None, 3.5])
 def test_strict_options_sensitivity_on_neighbouring_data(noise_per_group):
-    """Every (marginal, partition) utility moves by at most its sensitivity when one record is added (spec T14,
-    as built): η for the efficiency form, 1 for the gain form (noise_per_group given)."""
+    """Every (marginal, partition) utility moves by at most its sensitivity when one record is added (strict mode's
+    utilities as built, doc/partition.md): η for the efficiency form, 1 for the gain form (noise_per_group given)."""
     from skdpsynth.synthesizers.partition.selection import SequenceCache, strict_options
     rng = np.random.default_rng(22)
     eta = 0.7

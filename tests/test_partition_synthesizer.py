@@ -1,8 +1,8 @@
 """PartitionSynthesizer (PPSyn): budget schedule, ledger, strict-mode data isolation, paper mode, API.
 
-Spec ``shared/specs/partition.md`` §18: T1, T2 (privacy arithmetic), T15 (strict-mode isolation), T16 (ledger),
-T17 (degenerate inputs), T18 (utility sanity, small), T19 (scikit-learn contract).  The partition algorithms
-(T6-T14) are in ``test_partition_algorithms.py``.
+The budget schedule of PPSyn's Algorithm 1 (lines 1, 4 and 10), the ledger, strict mode's data isolation
+(``doc/deviations.md``, "Strict mode"), degenerate inputs, a small utility check and the scikit-learn contract.  The
+partition algorithms (§4.2.2, Algorithms 3 and 4) are in ``test_partition_algorithms.py``.
 """
 from __future__ import annotations
 
@@ -44,8 +44,9 @@ def zcdp(entries, text):
     return [e.rho for e in entries if text in e.description]
 
 
-# -- T1, T2 privacy arithmetic --------------------------------------------------------------------------------------
-def test_one_way_allocation_t1():
+# -- privacy arithmetic (Algorithm 1, lines 1 and 4) ---------------------------------------------------------------
+def test_one_way_allocation():
+    """Algorithm 1 line 1: ρ_i = 0.1 ρ · c_i^(2/3) / Σ_j c_j^(2/3) (PrivSyn's rule), computed for domains 2, 8, 99."""
     X = pd.DataFrame({"x": [0, 1] * 50, "y": np.arange(100) % 8, "z": np.arange(100) % 99})
     syn = fast(rho=1.0, domain={"x": 2, "y": 8, "z": 99}).fit(X)
     got = [e.rho for e in syn.privacy_ledger_ if e.description.startswith("1-way marginal")]
@@ -54,9 +55,10 @@ def test_one_way_allocation_t1():
 
 
 @pytest.mark.parametrize("mode", ["strict", "paper"])
-def test_selection_budget_t2(mode):
-    """ε = 1, δ = 1e-9 on 14 attributes: ρ, T = 224 and ρ_exp = 0.1 ρ / T as in spec T2 (T = 16 d is paper mode's
-    default; strict mode's default is 2 d, so the spec's T is passed explicitly)."""
+def test_selection_budget(mode):
+    """ε = 1, δ = 1e-9 on 14 attributes (the domain sizes of PrivMRF's BR2000): ρ, T = 16·14 = 224 and
+    ρ_exp = 0.1 ρ / T (Algorithm 1 line 4), values computed from these formulas (T = 16 d is paper mode's default;
+    strict mode's default is 2 d, so T = 224 is passed explicitly)."""
     rho = cdp_rho(1.0, 1e-9)
     assert rho == pytest.approx(0.014973057673588523, rel=1e-9)
     sizes = [2, 7, 21, 10, 16, 2, 2, 2, 2, 4, 16, 2, 16, 2]
@@ -72,7 +74,7 @@ def test_selection_budget_t2(mode):
     assert 0.1 * rho / 224 == pytest.approx(rho_exp, rel=1e-9)
     one_way = zcdp(syn.privacy_ledger_, "1-way marginal")
     assert sum(one_way) == pytest.approx(0.0014973057673588524, rel=1e-12)
-    # σ of the 2-valued and the 21-valued attribute (3 decimals, spec T2)
+    # σ of the 2-valued and the 21-valued attribute (computed, 3 decimals)
     assert 1 / np.sqrt(2 * one_way[0]) == pytest.approx(101.105, abs=5e-4)
     assert 1 / np.sqrt(2 * one_way[2]) == pytest.approx(46.172, abs=5e-4)
     select = zcdp(syn.privacy_ledger_, "select a marginal")
@@ -86,10 +88,10 @@ def test_selection_budget_t2(mode):
         np.testing.assert_allclose(contr, rho_exp / 2, rtol=1e-9)
 
 
-# -- T16 ledger -----------------------------------------------------------------------------------------------------
+# -- ledger ---------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("form", ["uniform", "aggregate"])
 @pytest.mark.parametrize("epsilon", [0.3, 3.0])
-def test_strict_ledger_sums_to_budget_t16(form, epsilon):
+def test_strict_ledger_sums_to_budget(form, epsilon):
     X, dom = correlated()
     syn = fast(epsilon=epsilon, domain=dom, measurement_form=form).fit(X)
     ledger = syn.privacy_ledger_
@@ -131,7 +133,7 @@ def spy_on_sequences(monkeypatch) -> list:
     return seen
 
 
-# -- T15 strict mode partitions only public (model) marginals ------------------------------------------------------
+# -- strict mode partitions only public (model) marginals ----------------------------------------------------------
 def test_strict_mode_partitions_model_marginals_only_t15(monkeypatch):
     X, dom = correlated()
     seen = spy_on_sequences(monkeypatch)
@@ -173,7 +175,7 @@ def _arrays(obj, depth=0):
             yield from _arrays(getattr(obj, name), depth + 1)
 
 
-def test_strict_fitted_attributes_hold_no_raw_counts_t17():
+def test_strict_fitted_attributes_hold_no_raw_counts():
     """No fitted attribute holds a true marginal, a true group sum of a measured partition or the record count."""
     X, dom = correlated(2000)
     syn = fast(epsilon=1.0, domain=dom).fit(X)
@@ -211,8 +213,8 @@ def test_paper_mode_reads_the_data_and_says_so(monkeypatch):
     assert ledger.total_rho() == pytest.approx(syn.rho_, rel=1e-12)
 
 
-# -- T17 degenerate inputs ------------------------------------------------------------------------------------------
-def test_degenerate_inputs_t17():
+# -- degenerate inputs ----------------------------------------------------------------------------------------------
+def test_degenerate_inputs():
     rng = np.random.default_rng(1)
     one = pd.DataFrame({"a": rng.integers(0, 5, 500)})
     syn = fast(epsilon=1.0, domain={"a": 5}).fit(one)
@@ -326,8 +328,8 @@ def test_sampled_scoring_quality_close_to_exact():
     assert np.mean(sampled) < 1.33 * np.mean(exact), (sampled, exact)
 
 
-# -- T18 utility sanity (small) -------------------------------------------------------------------------------------
-def test_beats_independent_model_t18():
+# -- utility sanity (small) -----------------------------------------------------------------------------------------
+def test_beats_independent_model():
     """Strong pairwise dependence, ε = 10: the 2-way error is far below the 1-way (independent) model's."""
     X, dom = correlated(20000, seed=3)
     syn = PartitionSynthesizer(10.0, domain=dom, workload=2, rounds=16, max_iters=200, random_state=0).fit(X)
@@ -352,8 +354,8 @@ def test_beats_independent_model_t18():
     assert ours < 0.25 * baseline, (ours, baseline)
 
 
-# -- T19 scikit-learn contract --------------------------------------------------------------------------------------
-def test_sklearn_contract_t19():
+# -- scikit-learn contract ------------------------------------------------------------------------------------------
+def test_sklearn_contract():
     X, dom = correlated(800)
     syn = fast(epsilon=1.0, domain=dom, eta=0.6)
     assert clone(syn).get_params() == syn.get_params()
