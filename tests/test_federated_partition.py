@@ -114,7 +114,7 @@ def test_per_slice_column_groups_different_s():
     groups = {0: [COLS], 1: [["age", "sex"], ["income"], ["work", "degree"]], 2: [["age"], COLS[1:]]}
     part = HybridPartition([0, 1, 2, 1, 0, 2], groups)
     assert part.n_slices == 3
-    assert part.n_vertical == 3  # max over slices (G11)
+    assert part.n_vertical == 3  # max over slices (doc/deviations.md, "Slices and parties of irregular partitions")
     assert part.n_parties == 1 + 3 + 2
     assert part.column_groups_of(1) == groups[1]
     assert [(p.slice, p.index) for p in part.parties()] == [(0, 0), (1, 0), (1, 1), (1, 2), (2, 0), (2, 1)]

@@ -1,6 +1,7 @@
-"""DPView / DPView+ (ViewSynthesizer): the test list of the implementation spec (dpview.md §13) and the estimator surface.
+"""DPView / DPView+ (ViewSynthesizer): each step of the paper (§IV-C to §IV-G) checked on its own, end to end, and the
+estimator surface.
 
-Numbered comments refer to spec §13.  Statistical tolerances are derived in place.
+Section comments name the paper's section or equation they check.  Statistical tolerances are derived in place.
 """
 import math
 import warnings
@@ -97,7 +98,7 @@ def small(adult):
     return adult.frame[cols].iloc[:5000], adult.domain.project(cols).to_dict()
 
 
-# -- 1. budget allocation -----------------------------------------------------------------------------------
+# -- budget allocation (§IV-D, Eq. (2) and its KKT solution) -----------------------------------------------
 def test_budget_shares_closed_form_and_kkt():
     rng = np.random.default_rng(0)
     for _ in range(20):
@@ -142,7 +143,7 @@ def test_budget_shares_against_a_numeric_solver():
         assert np.max(np.abs(stay.x - P)) < 1e-6
 
 
-# -- 2. consistency weights -----------------------------------------------------------------------------------
+# -- consistency weights (§IV-E1, Eq. (5)-(6)) ---------------------------------------------------------------
 def test_consistency_weights_examples_and_optimality():
     np.testing.assert_allclose(consistency_weights([2 / 9, 4 / 9], [2, 8]), [0.5, 0.5], rtol=1e-12)
     np.testing.assert_allclose(consistency_weights([2 / 9, 4 / 9], [4, 4]), [0.2, 0.8], rtol=1e-12)
@@ -158,7 +159,7 @@ def test_consistency_weights_examples_and_optimality():
         np.testing.assert_allclose(w, (P**2 / xi) / (P**2 / xi).sum(), rtol=1e-12)
 
 
-# -- 3. update (7) --------------------------------------------------------------------------------------------
+# -- the consistency update, Eq. (7) (§IV-E1) ----------------------------------------------------------------
 def test_update_7_reaches_the_weighted_consensus_and_shifts_uniformly():
     rng = np.random.default_rng(3)
     views, sizes, P = [(0, 1), (1, 2)], [3, 4, 5], np.array([0.3, 0.7])
@@ -178,7 +179,7 @@ def test_update_7_reaches_the_weighted_consensus_and_shifts_uniformly():
     np.testing.assert_allclose(d1, np.broadcast_to(d1[:, :1], d1.shape), atol=1e-12)
 
 
-# -- 4. consistency exactness ---------------------------------------------------------------------------------
+# -- consistency exactness (§IV-E1) --------------------------------------------------------------------------
 def view_families():
     for m, d in SHAPES:
         for upper in (False, True):
@@ -214,7 +215,7 @@ def test_intersection_closure_contains_every_shared_set():
                 assert tuple(sorted(set(a) & set(b))) in closure
 
 
-# -- 5. non-negativity ----------------------------------------------------------------------------------------
+# -- non-negativity (§IV-E2, Fig. 5) -------------------------------------------------------------------------
 def simplex_projection(x):
     """Sort-based Euclidean projection onto {y >= 0, Σy = Σx}."""
     S = x.sum()
@@ -264,7 +265,7 @@ def test_con_neg_loop_output_is_consistent_and_nearly_non_negative():
     assert negative_mass(out) <= tol
 
 
-# -- 6. integralization ---------------------------------------------------------------------------------------
+# -- integralization (§IV-E3) --------------------------------------------------------------------------------
 def test_integralize_random_inputs():
     rng = np.random.default_rng(8)
     for _ in range(100):
@@ -295,7 +296,7 @@ def test_integralize_rows_groups_and_empty_groups():
     assert out[0].tolist() == [2, 3, 5] and out[3].tolist() == [3, 0, 0]
 
 
-# -- 7. consistency-aware normalization ------------------------------------------------------------------------
+# -- consistency-aware normalization (§IV-E3) ----------------------------------------------------------------
 @pytest.mark.parametrize("m,d", [(15, 5), (11, 4), (12, 5), (9, 3), (7, 3)])
 @pytest.mark.parametrize("upper", [False, True])
 def test_normalization_gives_exactly_consistent_integer_tables(m, d, upper):
@@ -332,7 +333,7 @@ def test_propagation_fills_an_empty_group_uniformly():
     assert out[1].tolist() == [1, 2, 1]
 
 
-# -- 8. view list generation ------------------------------------------------------------------------------------
+# -- view list generation (§IV-C, Algorithms 1-3) -------------------------------------------------------------
 @pytest.mark.parametrize("m,d", [s for s in SHAPES if s[0] > s[1]])
 def test_view_structure_invariants(m, d):
     sizes = random_sizes(m, m * d, 2, 30)
@@ -360,7 +361,8 @@ def test_view_structure_invariants(m, d):
     full = B[:-1] if expected_type != "I" else B
     keys = [math.prod(sorted((sizes[a] for a in b), reverse=True)[:d // 2]) for b in full]
     assert keys == sorted(keys, reverse=True)
-    # 9. upper cross views: u_i = (b_i ∪ b_{i+1}) \ c_i, one per cross view (none for Type III's last pair).
+    # DPView+'s upper cross views (§IV-G): u_i = (b_i ∪ b_{i+1}) \ c_i, one per cross view (none for Type III's
+    # last pair).
     assert len(plan.upper) == len(C)
     for i, u in enumerate(plan.upper):
         assert set(u) == (set(B[i]) | set(B[i + 1])) - set(C[i]) and not set(u) & set(C[i])
@@ -411,7 +413,7 @@ def test_view_search_rejects_bad_sizes():
         view_list_generation(1, [2, 3], 10, np.random.default_rng(0))
 
 
-# -- 10. noise calibration -------------------------------------------------------------------------------------
+# -- noise calibration (§IV-D) --------------------------------------------------------------------------------
 def test_laplace_scale_by_empirical_variance():
     sizes = [20, 20, 10, 10]
     dom = domain_of(sizes)
@@ -449,7 +451,7 @@ def test_ledger_is_one_pure_laplace_entry_per_view_summing_to_epsilon(small):
         assert s.privacy_ledger_.epsilon(0.0) == pytest.approx(0.7, rel=1e-12)
 
 
-# -- 11/12. single data access, schema purity ---------------------------------------------------------------
+# -- single data access (§IV-D), schema purity -------------------------------------------------------------
 def test_data_is_read_once_per_view_and_views_depend_on_the_schema_only(small, monkeypatch):
     X, domain = small
     calls = []
@@ -493,7 +495,7 @@ def test_empty_data_is_valid_input(small):
     assert s.n_records_ >= 1 and len(s.sample()) == s.n_records_
 
 
-# -- 13. linking -----------------------------------------------------------------------------------------------
+# -- linking (§IV-F) -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("variant", ["dpview", "dpview+"])
 def test_synthetic_data_reproduce_every_normalized_view_exactly(variant):
     sizes = random_sizes(12, 3, 2, 7)
@@ -552,7 +554,7 @@ def test_grouped_matching_is_maximum():
     assert expand(np.array([[0, 2], [1, 0]])).tolist() == [[0, 1], [0, 1], [1, 0]]
 
 
-# -- 14/15. end to end -------------------------------------------------------------------------------------------
+# -- end to end ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("variant", ["dpview", "dpview+"])
 def test_high_epsilon_reproduces_the_true_view_marginals(variant):
     sizes = [3, 2, 4, 3, 2, 3, 4]
@@ -578,7 +580,7 @@ def test_utility_improves_with_epsilon(small):
     assert errors[0] > errors[1] > errors[2]
 
 
-# -- 16. scikit-learn contract ------------------------------------------------------------------------------------
+# -- scikit-learn contract ---------------------------------------------------------------------------------------
 def test_params_clone_and_fit_contract(small):
     X, domain = small
     given = dict(domain)
