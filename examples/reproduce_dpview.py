@@ -1,6 +1,6 @@
 """Reproduce DPView's Adult experiments (Lin, Yu & Huang, Figs. 7-9) with ViewSynthesizer, against AIM and MST.
 
-Data and preprocessing, following the paper's protocol (implementation spec §4, §11):
+Data and preprocessing, following the paper's protocol (§IV-B and §V-A):
 
 * UCI Adult as bundled (48,842 records = adult.data + adult.test); the official split: the synthesizers see
   the 32,561 adult.data records only, classifiers are tested on the 16,281 adult.test records;
@@ -15,7 +15,7 @@ Methods: DPView and DPView+ (``ViewSynthesizer``, pure ε-DP) with the paper's d
 AIM and MST of this package at (ε, δ = 1e-9)
 (zCDP-based, so a weaker guarantee than pure ε-DP at the same ε).
 
-Metrics (spec §11.2), every method on the same bucketized codes:
+Metrics (§V-A2), every method on the same bucketized codes:
 
 * ``tvd1/2/3``: mean total variation distance over all 1-, 2- and 3-way marginals (the paper's ℓ1 error is
   2·TVD);
@@ -126,8 +126,8 @@ def range_answers(frame: pd.DataFrame, queries: list) -> np.ndarray:
 
 def make(method: str, epsilon: float, domain: dict, seed: int):
     if method.startswith("DPView"):
-        # The paper's d = 5, or view_size="auto" (our reading of its guideline, spec §5.7), which spends 5% of ε
-        # on a Laplace record count because n is private.
+        # The paper's d = 5, or view_size="auto" (our reading of its guideline, §IV-C7; doc/deviations.md,
+        # "Automatic view size"), which spends 5% of ε on a Laplace record count because n is private.
         return ViewSynthesizer(epsilon=epsilon, view_size="auto" if method.endswith("-auto") else 5,
                                variant="dpview+" if method.startswith("DPView+") else "dpview",
                                domain=domain, random_state=seed)

@@ -1,9 +1,9 @@
-"""Reproduce PPSyn's experiments (Zhang, Deng & Yin; spec ``shared/specs/partition.md`` §14) with PartitionSynthesizer.
+"""Reproduce PPSyn's experiments (Zhang, Deng & Yin, §5) with PartitionSynthesizer.
 
 Data (``--data-dir``, default the repository's sibling ``../shared/data``): Adult (48,842 x 14, the private-pgm
 discretization) and NLTCS (21,574 x 16 binary).  The paper's BR2000 and LOANS are not available here.
 
-Protocol (spec §14.4-§14.5, with the spec's [R] completions):
+Protocol (the paper's §5.1-5.2, with our choices where it is silent):
 
 * per run, a seeded shuffle splits the records 80/20; every method synthesizes from the same 80 % with
   δ = 1e-9 and fresh noise; as many synthetic rows as training rows are sampled;
@@ -12,13 +12,16 @@ Protocol (spec §14.4-§14.5, with the spec's [R] completions):
 * ``rq3``/``rq5``: range-query MSE ``(1/|Q|) Σ_q (frac_q(D) − frac_q(D̂))²`` over 210 3-attribute and 37
   5-attribute combinations (5-way: only combinations of ≤ 10⁶ cells, "under the constraint of maximum workload"),
   drawn once with a fixed seed with probability ∝ the product of per-attribute weights ``g_a = e²`` with
-  ``e ~ Exp(1)``; 10 random boxes (``lo ≤ hi`` uniform per attribute) per combination;
+  ``e ~ Exp(1)`` (§5.1.2's "square exponential distribution"); 10 random boxes (``lo ≤ hi`` uniform per
+  attribute) per combination (the paper gives neither the box count nor how boxes are drawn);
 * ``svm`` (``--svm``): PrivMRF's classifier (``make_pipeline(StandardScaler(), SVC(gamma='auto'))`` on the integer
-  codes) trained on ``--svm-rows`` synthetic rows, misclassification on ≤ 5,000 held-out rows, averaged over
-  targets (Adult: marital-status, race, sex, income>50K; NLTCS: 4 fixed columns);
+  codes; §5.2.1 follows PrivMRF's settings) trained on ``--svm-rows`` synthetic rows, misclassification on ≤ 5,000
+  held-out rows, averaged over targets (the paper names none: Adult marital-status, race, sex, income>50K; NLTCS
+  4 fixed columns);
 * methods: PPSyn strict (DP, ``privacy_mode="strict"``), the ablation ``strict-whole`` (strict PPSyn measuring
   whole marginals only, ``max_partition_steps=0``: what partitioning adds), PPSyn paper (``privacy_mode="paper"``:
-  NOT DP, spec §15.1 — shown for comparison only), and this package's AIM and MST on the same workload.
+  NOT DP: doc/deviations.md, "PartSele is not differentially private" — shown for comparison only), and this
+  package's AIM and MST on the same workload.
 
     python examples/reproduce_ppsyn.py --quick                       # Adult, eps 0.1 and 1, 1 run, strict + AIM
     python examples/reproduce_ppsyn.py --datasets adult --epsilons 0.1 0.5 --runs 5 --methods strict paper aim
@@ -57,7 +60,7 @@ DATASETS = {
               "targets": ("marital-status", "race", "sex", "income>50K")},
     "nltcs": {"csv": "nltcs/nltcs.csv", "domain": "nltcs/nltcs-domain.json", "targets": None},
 }
-CLAIMS = """Paper (spec §14.7; the paper gives figures, no numbers in text):
+CLAIMS = """Paper (§5.2-5.4; the paper gives figures, no numbers in text):
   Fig. 3  workload error: PPSyn below AIM and MST "in most cases", the gap largest at small epsilon;
   Figs. 4-5 range queries: PPSyn below AIM and MST (3-way and 5-way);
   Fig. 6  SVM misclassification: PPSyn lowest across epsilon;
@@ -83,13 +86,13 @@ def targets(name: str, domain: dict) -> tuple:
 
 
 def workload(domain: dict) -> list[tuple]:
-    """All 3-way marginals with ≤ 10,000 cells (spec §14.5)."""
+    """All 3-way marginals with ≤ 10,000 cells (§5.1.1: AIM's workload with its maximum size)."""
     return [c for c in itertools.combinations(domain, 3) if math.prod(domain[a] for a in c) <= MAX_CELLS]
 
 
 @functools.lru_cache(maxsize=None)
 def range_queries(name: str, data_dir: str, seed: int) -> dict:
-    """``{3: [(cols, lo, hi)], 5: [...]}``: combinations ∝ product of weights, 10 boxes each (spec A22)."""
+    """``{3: [(cols, lo, hi)], 5: [...]}``: combinations ∝ product of weights (§5.1.2), 10 boxes each (our choice)."""
     _, domain = load(name, data_dir)
     cols, sizes = list(domain), np.array(list(domain.values()))
     rng = np.random.default_rng([seed, 2718])

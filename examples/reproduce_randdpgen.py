@@ -6,7 +6,8 @@ discretization used in the literature (``load_adult(discretized=True)``:
 paper binary-encodes attributes (PrivBayes style) and does not publish its
 discretization, so the numbers are comparable in trend, not digit for digit.
 
-Partitions (spec §6.3): records shuffled with a seed and split into K
+Partitions (the paper's §6.1-6.3 do not say how; doc/deviations.md,
+"Experiment partitions"): records shuffled with a seed and split into K
 near-equal slices; attributes split into S near-equal contiguous groups, the
 same in every slice.  Rows: hybrid K = S in {2, 3, 4}, vertical (K=1, S=2),
 horizontal (K=3, S=1), each
@@ -16,9 +17,10 @@ horizontal (K=3, S=1), each
   conversion, as in the paper's experiments), whose *true* ε is printed,
 
 plus centralized AIM (all 2-way workload, this package) at the same ε.
-δ = 1e-9 (the paper does not state δ).  Metrics (spec §6.4): mean KL(real ‖
-synthetic) over all 2-way marginals, the synthetic marginal smoothed with
-pseudo-probability 1e-10 per cell, and the average 2-way TVD.
+δ = 1e-9 (the paper does not state δ).  Metrics (the paper's §3.1 and
+§6.1): mean KL(real ‖ synthetic) over all 2-way marginals, the synthetic
+marginal smoothed with pseudo-probability 1e-10 per cell, and the average
+2-way TVD.
 
     python examples/reproduce_randdpgen.py            # quick: eps in {0.2, 1.0}, 1 run, hybrid K=S=2 only
     python examples/reproduce_randdpgen.py --full     # the paper's grid: 5 epsilons x 5 runs x every row

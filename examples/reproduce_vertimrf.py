@@ -7,22 +7,23 @@ Data (``--data-dir``, default the repository's sibling ``../shared/data``):
   paper's 45,222 x 15 with 16-bin continuous columns, so the numbers are comparable in trend, not digit for digit),
   columns in the order of ``adult-discretized-domain.json``.
 
-Protocol (spec ``shared/specs/vertimrf.md`` §12):
+Protocol (KDD'24 §7.1, with the choices the paper leaves open):
 
-* parties: m contiguous column blocks in file order (G25; m = 2 unless sweeping);
+* parties: m contiguous column blocks in file order (doc/deviations.md, "Column blocks for more than two parties";
+  m = 2 unless sweeping);
 * per run, a seeded shuffle splits the records 80/20; synthesis on the 80 % with δ = 1/n_train; the synthesizers
   draw fresh noise (``random_state=None``);
 * ``tvd3``/``tvd4``: mean total variation distance over 300 random 3- and 4-way marginals (each a uniform l-subset
   of the columns, drawn once with a fixed seed: the same subsets for every method and run) against the FULL raw
-  data (G26);
-* ``miscl``: SVM misclassification rate (§12.2: ``make_pipeline(StandardScaler(), SVC(gamma='auto'))`` on the
-  integer codes) predicting one attribute from all others, trained on the synthetic data and tested on the
-  held-out 20 %; NLTCS targets outside, bathing, money, traveling; Adult marital-status, race, capital-gain,
-  income>50K.  SVC is quadratic in the training rows, so the synthetic training set is subsampled to
-  ``--svm-rows`` rows and the test set to 5,000 rows (seeded);
+  data (the paper does not say which data; the authors' code uses the full data);
+* ``miscl``: SVM misclassification rate (§7.1 and Fig. 5; the authors' code's classifier,
+  ``make_pipeline(StandardScaler(), SVC(gamma='auto'))`` on the integer codes) predicting one attribute from all
+  others, trained on the synthetic data and tested on the held-out 20 %; NLTCS targets outside, bathing, money,
+  traveling; Adult marital-status, race, capital-gain, income>50K.  SVC is quadratic in the training rows, so the
+  synthetic training set is subsampled to ``--svm-rows`` rows and the test set to 5,000 rows (seeded);
 * methods: VertiMRF-FM (``encoder="fm"``), VertiMRF-FO (``encoder="fo"``, which reveals n: not DP under
-  add/remove, as the spec §7 records), and centralized AIM of this package (the paper's centralized baseline is
-  PrivMRF) on the pooled 80 %;
+  add/remove: doc/deviations.md, "Frequency-oracle accounting"), and centralized AIM of this package (the paper's
+  centralized baseline is PrivMRF) on the pooled 80 %;
 * the party-count sweep (Fig. 6): ε = 0.8, m ∈ {2, 4, 8}, FM, 3/4-way TVD.
 
     python examples/reproduce_vertimrf.py --quick                 # 1 run, eps 0.4 and 3.2, NLTCS, no SVM/sweep
@@ -126,7 +127,7 @@ def _distribution(codes, sizes, cols):
 
 @functools.lru_cache(maxsize=None)
 def real_marginals(name: str, data_dir: str, seed: int) -> dict:
-    """The FULL raw data's (sparse) distributions on the sampled marginals (G26)."""
+    """The FULL raw data's (sparse) distributions on the sampled marginals (as in the authors' code)."""
     frame, domain = load(name, data_dir)
     codes, sizes = frame.to_numpy(), np.array(list(domain.values()))
     return {ways: [_distribution(codes, sizes, cols) for cols in subsets]
@@ -184,7 +185,8 @@ def run_job(job: dict, data_dir: str, seed: int, svm_rows: int, consistency) -> 
     delta = 1.0 / len(train)
     with warnings.catch_warnings():
         # encoder="fo" warns (by design) that the row-aligned GRR table reveals n: the FO baseline is not DP under
-        # add/remove neighbours (spec §7); expected here, we reproduce the paper's baseline.
+        # add/remove neighbours (doc/deviations.md, "Frequency-oracle accounting"); expected here, we reproduce the
+        # paper's baseline.
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         start = time.perf_counter()
         if method == "aim":
@@ -268,7 +270,7 @@ def print_tables(frame: pd.DataFrame, datasets, methods, svm_rows: int) -> None:
 
 
 def check_claims(frame: pd.DataFrame, datasets) -> None:
-    print("\n=== The paper's claims (spec §12.4) beside ours ===")
+    print("\n=== The paper's claims (KDD'24 §7.2, Figs. 4-6) beside ours ===")
     main = frame[frame["kind"] == "grid"]
 
     def mean(name, method, eps, metric):
