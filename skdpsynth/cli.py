@@ -29,7 +29,8 @@ with the data owner.
 
 A mistake in the input (a missing or unreadable file, an empty or malformed
 CSV, a schema that is not valid JSON or not a valid schema, a value the schema
-does not allow, an unwritable output) is reported in one line,
+does not allow, an unwritable output, options the method refuses for this
+schema, more ``--rows`` than memory holds) is reported in one line,
 ``skdpsynth: error: ...``, with exit status 2, as argparse reports usage
 errors.  ``--debug`` (or the environment variable ``SKDPSYNTH_DEBUG=1``)
 shows the underlying exception with its traceback instead.  Any other
@@ -52,6 +53,7 @@ from .pipeline import SynthesisPipeline
 from .preprocessing import TableDiscretizer
 from .preprocessing.table import private_metadata, schema_from_json
 from .privacy import ReproducibleNoiseWarning
+from .utils import MemoryLimitError
 
 __all__ = ["main"]
 
@@ -145,12 +147,13 @@ def _check_data(real: pd.DataFrame, schema, args) -> None:
                              "numbers; correct them, or declare the column categorical")
 
 
-def _raised_in_preprocessing(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised while a step of ``skdpsynth.preprocessing`` checked or fitted the data.
+def _raised_in(exc: BaseException, subpackage: str) -> bool:
+    """Whether ``exc`` was raised in ``skdpsynth.<subpackage>`` (``"preprocessing"`` or ``"synthesizers"``).
 
-    Those steps validate the input against the schema, so their ValueError / TypeError is a user error; the
-    synthesizers never call into them, so an error raised in a synthesizer is not mistaken for one."""
-    package = f"{__package__}.preprocessing"
+    The preprocessing steps validate the input against the schema, and the synthesizers their options against
+    the public domain, so their ValueError / TypeError is a user error; the synthesizers never call into the
+    preprocessing, so an error raised in one is not mistaken for the other's."""
+    package = f"{__package__}.{subpackage}"
     tb = exc.__traceback__
     while tb is not None:
         name = tb.tb_frame.f_globals.get("__name__", "")
@@ -205,7 +208,7 @@ def _view_size(text: str):
 
 def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins: int, seed, verbose: int,
                    parties: dict | None = None, view_size=5, preprocessing_epsilon: float | None = None,
-                   discover_categories: bool = False):
+                   discover_categories: bool = False, max_view_cells: int | None = None):
     """The preprocessing + synthesizer chain the command runs.
 
     Public metadata is free.  With ``preprocessing_epsilon`` the metadata the
@@ -222,6 +225,8 @@ def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins:
             delta = delta - pre_delta
     if method in _PURE:  # pure ε-DP: no δ
         extra = {"view_size": view_size, "variant": "dpview+" if method == "view+" else "dpview"}
+        if max_view_cells is not None:
+            extra["max_view_cells"] = max_view_cells
     else:
         extra = {"delta": delta}
         if method == "hybrid":
@@ -302,9 +307,13 @@ def _run(real: pd.DataFrame, schema, args, title: str, source: str | None = None
     pipe = build_pipeline(schema, method=args.method, epsilon=args.epsilon, delta=args.delta, n_bins=args.bins,
                           seed=args.seed, verbose=verbose, parties=args.parties, view_size=args.view_size,
                           preprocessing_epsilon=args.preprocessing_epsilon,
-                          discover_categories="categories" in getattr(args, "private_metadata", {}).values())
-    _fit(pipe, train, source)
-    synthetic = pipe.sample(args.rows)
+                          discover_categories="categories" in getattr(args, "private_metadata", {}).values(),
+                          max_view_cells=getattr(args, "max_view_cells", None))
+    _fit(pipe, train, source, args.method)
+    try:
+        synthetic = pipe.sample(args.rows)
+    except MemoryLimitError as exc:
+        raise _UserError(f"--rows {args.rows:,}: {_one_line(exc)}") from exc
     seconds = time.perf_counter() - start
     out = Path(args.output)
     try:
@@ -328,15 +337,19 @@ def _run(real: pd.DataFrame, schema, args, title: str, source: str | None = None
     return 0
 
 
-def _fit(pipe: SynthesisPipeline, train: pd.DataFrame, source: str | None) -> None:
-    """Fit the pipeline; a data error found by the preprocessing is the user's (exit 2), named by ``source``."""
+def _fit(pipe: SynthesisPipeline, train: pd.DataFrame, source: str | None, method: str) -> None:
+    """Fit the pipeline.  A data error found by the preprocessing is the user's (exit 2), named by ``source``;
+    one the synthesizer finds (an option it refuses for this schema, a size over its limits) too, named by the
+    method."""
     try:
         pipe.fit(train)
     except (ValueError, TypeError) as exc:
-        if source is None or not _raised_in_preprocessing(exc):
-            raise
         detail = _one_line(exc).removeprefix("fit: ").removeprefix("transform: ")
-        raise _UserError(f"{source}: {detail}") from exc
+        if source is not None and _raised_in(exc, "preprocessing"):
+            raise _UserError(f"{source}: {detail}") from exc
+        if _raised_in(exc, "synthesizers"):
+            raise _UserError(f"--method {method}: {detail}") from exc
+        raise
 
 
 def _report(args, pipe: SynthesisPipeline, real: pd.DataFrame, synthetic: pd.DataFrame, test, *, ledger, delta,
@@ -679,6 +692,8 @@ def _common_options(p) -> None:
                         "view / view+: DPView / DPView+ (pure epsilon-DP)")
     p.add_argument("--view-size", type=_view_size, default=None, metavar="D",
                    help="--method view/view+: attributes per view, or 'auto' (default 5)")
+    p.add_argument("--max-view-cells", type=_checked(int, lambda v: v >= 1, "an integer >= 1"), default=None,
+                   metavar="N", help="--method view/view+: the most cells a view may have (default 50,000,000)")
     p.add_argument("--parties", type=_parties, default=None, metavar="KxS|M",
                    help="--method hybrid: simulate K row slices x S column groups (default 1x1); "
                         "--method vertical: M parties holding contiguous column blocks in file order "
@@ -716,6 +731,8 @@ def _check_method_options(ap, args) -> None:
         ap.error("--method vertical takes --parties M (the number of parties), not KxS")
     if args.view_size is not None and args.method not in _PURE:
         ap.error(f"--view-size applies to --method view / view+ only, not {args.method!r}")
+    if getattr(args, "max_view_cells", None) is not None and args.method not in _PURE:
+        ap.error(f"--max-view-cells applies to --method view / view+ only, not {args.method!r}")
     if args.view_size is None:
         args.view_size = 5
 

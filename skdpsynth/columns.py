@@ -111,7 +111,7 @@ def resolve_columns(frame: pd.DataFrame, domain, ledger: PrivacyLedger, from_arr
     ------
     ValueError
         ``domain`` names a column not in ``frame``, a size or category list is invalid, or a column without a
-        public domain holds continuous values, negative integers or more than
+        public domain has no values (a table of 0 rows), holds continuous values, negative integers or more than
         ``MAX_INFERRED_NUMERIC_VALUES`` numeric values.  Messages name columns only, never a value or count.
 
     Examples
@@ -139,6 +139,10 @@ def resolve_columns(frame: pd.DataFrame, domain, ledger: PrivacyLedger, from_arr
         col = frame[name]
         spec = given.get(name)
         if spec is not None:
+            if isinstance(spec, (bool, np.bool_, str, bytes)) or not (isinstance(spec, (int, np.integer))
+                                                                       or np.iterable(spec)):
+                raise ValueError(f"domain[{name!r}] must be a positive integer size or a list of categories, "
+                                 f"got {spec!r}.")
             if isinstance(spec, (int, np.integer)):
                 if int(spec) < 1:
                     raise ValueError(f"domain[{name!r}] must be a positive size, got {spec}.")
@@ -160,6 +164,10 @@ def resolve_columns(frame: pd.DataFrame, domain, ledger: PrivacyLedger, from_arr
             columns.append(Column(name, len(col.dtype.categories), "categorical", col.dtype.categories, col.dtype))
         else:
             leaked.append(str(name))
+            if not col.notna().any():
+                # Nothing to read the categories from (0 rows): metadata read without DP needs data.
+                raise ValueError(f"Column {name!r} has no values to read its categories from: give its categories "
+                                 "or size in domain= (public metadata).")
             if col.dtype.kind == "f":
                 finite = col.dropna()
                 if len(finite) and not np.all(np.mod(finite.to_numpy(), 1) == 0):
@@ -170,14 +178,14 @@ def resolve_columns(frame: pd.DataFrame, domain, ledger: PrivacyLedger, from_arr
             if col.dtype.kind in "iu":
                 if len(col) and col.min() < 0:
                     raise ValueError(f"Column {name!r} has negative integers; give its categories in domain=.")
-                columns.append(Column(name, int(col.max()) + 1 if len(col) else 1, "codes", None, col.dtype))
+                columns.append(Column(name, int(col.max()) + 1, "codes", None, col.dtype))
             else:
                 cats = pd.Index(pd.unique(col.dropna()))
                 try:
                     cats = cats.sort_values()
                 except TypeError:
                     pass
-                columns.append(Column(name, max(len(cats), 1), "values", cats, col.dtype))
+                columns.append(Column(name, len(cats), "values", cats, col.dtype))
     if leaked:
         warn_privacy_leak(
             f"The domain of columns {leaked} was read from the private data (their value sets, or the largest "

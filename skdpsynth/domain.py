@@ -46,7 +46,7 @@ class Domain(Mapping):
         if len(attrs) != len(shape):
             raise ValueError(f"{len(attrs)} attributes but {len(shape)} sizes.")
         if len(set(attrs)) != len(attrs):
-            dupes = sorted({a for a in attrs if attrs.count(a) > 1})
+            dupes = sorted({a for a in attrs if attrs.count(a) > 1}, key=repr)
             raise ValueError(f"Duplicate attribute names in domain: {dupes}.")
         bad = [(a, s) for a, s in zip(attrs, shape) if s < 1]
         if bad:
@@ -122,7 +122,7 @@ class Domain(Mapping):
         attrs = set(attrs)
         missing = attrs - self._index.keys()
         if missing:
-            raise KeyError(f"Attributes {sorted(missing)} are not in the domain {list(self._attrs)}.")
+            raise KeyError(f"Attributes {sorted(missing, key=repr)} are not in the domain {list(self._attrs)}.")
         return tuple(sorted(attrs, key=self._index.__getitem__))
 
     def project(self, attrs: Iterable[str]) -> "Domain":

@@ -437,7 +437,7 @@ def marginals(
         # The planned supersets are those in every one of its attributes' sets: intersect, smallest set first.
         sets = sorted((containing.get(a, set()) for a in clique), key=len)
         supersets = set.intersection(*sets) if sets else set()
-        source[clique] = min(supersets, key=lambda c: (sizes[c], c)) if supersets else None
+        source[clique] = min(supersets, key=lambda c: (sizes[c], _names_key(c))) if supersets else None
         if sizes[clique] < n:
             for a in clique:
                 containing.setdefault(a, set()).add(clique)
@@ -529,7 +529,13 @@ def downward_closure(cliques: Iterable[Iterable[str]], domain: Domain | None = N
         c = domain.canonical(c) if domain is not None else tuple(c)
         for k in range(1, len(c) + 1):
             out.update(itertools.combinations(c, k))
-    return sorted(out, key=lambda c: (len(c), c))
+    return sorted(out, key=lambda c: (len(c), _names_key(c)))
+
+
+def _names_key(clique: Clique) -> tuple:
+    """A sort key of a clique's names: names of one type sort as themselves; a table whose column names mix
+    types (``0`` and ``"b"``) has them sorted by type name first, since they do not compare."""
+    return tuple((type(a).__name__, a) for a in clique)
 
 
 def maximal_cliques(cliques: Iterable[Iterable[str]]) -> list[Clique]:

@@ -19,7 +19,13 @@ from numbers import Integral, Real
 import numpy as np
 
 __all__ = ["Interval", "Options", "Names", "Dict", "HasMethods", "InvalidParameterError", "validate_params",
-           "declared_constraints"]
+           "declared_constraints", "PrivacyParameter", "MAX_EPSILON", "MAX_RHO"]
+
+#: The largest ε an estimator takes.  Far past any guarantee (the noise is negligible long before), and the
+#: noise calibration overflows floating point not far above it (ρ and the estimation's weights grow as ε²).
+MAX_EPSILON = 1e10
+#: The largest zCDP ρ taken where ρ is given directly (about ``MAX_EPSILON²``).
+MAX_RHO = 1e20
 
 
 class Interval:
@@ -72,6 +78,32 @@ class Interval:
         left = "[" if self.closed in ("both", "left") else "("
         right = "]" if self.closed in ("both", "right") else ")"
         return f"{what} in {left}{self.low}, {self.high}{right}"
+
+
+class PrivacyParameter(Interval):
+    """A privacy parameter (ε or ρ): a finite number > 0 and at most ``high``.
+
+    Parameters
+    ----------
+    high : float, default=MAX_EPSILON
+
+    Examples
+    --------
+    >>> from skdpsynth.params import PrivacyParameter
+    >>> PrivacyParameter().accepts(1.0), PrivacyParameter().accepts(1e307), str(PrivacyParameter())
+    (True, False, 'a finite number > 0 and <= 1e+10')
+    """
+
+    def __init__(self, high: float = MAX_EPSILON):
+        super().__init__(Real, 0, high, closed="right")
+
+    def __str__(self) -> str:
+        return f"a finite number > 0 and <= {self.high:g}"
+
+    def hint(self, name: str, value) -> str:
+        too_large = isinstance(value, Real) and not isinstance(value, (bool, np.bool_)) and value > self.high
+        return (f" Past {self.high:g} the noise calibration overflows floating point, and the noise is negligible "
+                "long before." if too_large else "")
 
 
 class Options:
@@ -211,7 +243,7 @@ def declared_constraints(estimator_class: type) -> dict:
     >>> from skdpsynth import MSTSynthesizer
     >>> from skdpsynth.params import declared_constraints
     >>> [str(c) for c in declared_constraints(MSTSynthesizer)["epsilon"]]
-    ['a finite number > 0']
+    ['a finite number > 0 and <= 1e+10']
     """
     merged: dict = {}
     for cls in reversed(estimator_class.__mro__):
@@ -237,7 +269,7 @@ def validate_params(estimator, params: Mapping | None = None, constraints: Mappi
     >>> validate_params(MSTSynthesizer(epsilon=True))
     Traceback (most recent call last):
     ...
-    skdpsynth.params.InvalidParameterError: epsilon must be a finite number > 0, got True.
+    skdpsynth.params.InvalidParameterError: epsilon must be a finite number > 0 and <= 1e+10, got True.
     """
     params = estimator.get_params(deep=False) if params is None else params
     constraints = declared_constraints(type(estimator)) if constraints is None else constraints

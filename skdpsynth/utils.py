@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-__all__ = ["check_random_state", "available_memory", "check_memory", "format_bytes", "append_target", "moved_names",
+__all__ = ["check_random_state", "available_memory", "check_memory", "MemoryLimitError", "format_bytes", "append_target",
+           "moved_names",
            "is_lazy_codes", "is_remote_data", "LAZY_CODES_MARKER", "REMOTE_DATA_MARKER"]
 
 #: The class attribute (set to ``True``) by which out-of-core codes (:class:`skdpsynth.outofcore.DaskCodes`) are
@@ -110,6 +111,21 @@ def format_bytes(n: float) -> str:
     return f"{n:.1f} PiB"  # pragma: no cover
 
 
+class MemoryLimitError(MemoryError, ValueError):
+    """A step refused before it starts because it would need more memory than is available.
+
+    A ``MemoryError`` (what it is) and a ``ValueError`` (what caused it: a size the user gave, such as a
+    number of records, bins or cells, or data too large for the chosen settings).  Its message gives both
+    numbers and what to change.
+
+    Examples
+    --------
+    >>> from skdpsynth.utils import MemoryLimitError
+    >>> issubclass(MemoryLimitError, MemoryError) and issubclass(MemoryLimitError, ValueError)
+    True
+    """
+
+
 def check_memory(required: float, what: str, advice: str) -> None:
     """Refuse, before any work, a step that needs more memory than is available.
 
@@ -124,7 +140,7 @@ def check_memory(required: float, what: str, advice: str) -> None:
 
     Raises
     ------
-    MemoryError
+    MemoryLimitError
         With both numbers, ``what`` and ``advice``, when ``required`` exceeds
         :func:`available_memory` (no check when that is unknown).
 
@@ -135,7 +151,7 @@ def check_memory(required: float, what: str, advice: str) -> None:
     """
     available = available_memory()
     if available is not None and required > available:
-        raise MemoryError(
+        raise MemoryLimitError(
             f"{what} needs about {format_bytes(required)} of memory, but {format_bytes(available)} is available. "
             f"{advice}"
         )

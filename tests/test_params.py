@@ -41,9 +41,10 @@ def test_the_meta_estimators_declare_theirs():
 
 @pytest.mark.parametrize("cls", SYNTHESIZERS, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("params, message", [
-    ({"epsilon": True}, "epsilon must be a finite number > 0, got True"),
-    ({"epsilon": float("inf")}, "epsilon must be a finite number > 0, got inf"),
-    ({"epsilon": "1"}, "epsilon must be a finite number > 0, got '1'"),
+    ({"epsilon": True}, "epsilon must be a finite number > 0 and <= 1e\\+10, got True"),
+    ({"epsilon": float("inf")}, "epsilon must be a finite number > 0 and <= 1e\\+10, got inf"),
+    ({"epsilon": 1e307}, "epsilon must be a finite number > 0 and <= 1e\\+10, got 1e\\+307. Past 1e\\+10 the noise"),
+    ({"epsilon": "1"}, "epsilon must be a finite number > 0 and <= 1e\\+10, got '1'"),
     ({"verbose": "x"}, "verbose must be an integer >= 0 or True or False, got 'x'"),
     ({"random_state": -1}, "random_state must be None, an integer >= 0, a numpy Generator, RandomState or SeedSequence, got -1"),
 ])
@@ -101,7 +102,7 @@ def test_a_subclass_declaration_replaces_its_base():
 
 @pytest.mark.parametrize("cls", TRANSFORMERS, ids=lambda c: c.__name__)
 def test_every_dp_transformer_refuses_a_boolean_epsilon_at_fit(cls):
-    with pytest.raises(InvalidParameterError, match="epsilon must be None or a finite number > 0, got True"):
+    with pytest.raises(InvalidParameterError, match="epsilon must be None or a finite number > 0 and <= 1e\\+10, got True"):
         cls(epsilon=True).fit(pd.DataFrame({"a": [0.5, 1.5]}))
 
 

@@ -17,11 +17,11 @@ import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..params import Interval, Names, Options, validate_params
+from ..params import Interval, Names, Options, PrivacyParameter, validate_params
 from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
 from ..privacy.metadata import mark_public
 from ..privacy.randomness import child_random_states, gumbel, noise_generator, warn_reproducible_noise
-from ..utils import check_random_state
+from ..utils import check_memory, check_random_state
 from ._input import (
     OutputMixin,
     as_frame,
@@ -41,6 +41,9 @@ _MAGNITUDES = np.arange(_K_MIN, _K_MAX + 1)
 _N_BUCKETS = 2 * _MAGNITUDES.size + 1  # negative buckets, the zero bucket, positive buckets
 # Probability that at least one bucket with true count 0 passes the threshold.
 _BOUNDS_FAILURE_PROBABILITY = 0.01
+# Peak memory of a fit and its transform, per bin: the DP quantiles (about 420 bytes) and the categorical labels
+# (about 500), measured at 1e5 and 1e6 bins, rounded up.
+_BYTES_PER_BIN = 512
 # pandas.api.types.infer_dtype kinds of an object column that hold numbers only.
 _NUMERIC_KINDS = ("integer", "floating", "mixed-integer-float", "decimal", "empty")
 
@@ -485,7 +488,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         "columns": [None, Names("column names")],
         "strategy": [Options("uniform", "quantile")],
         "output": [Options("interval", "code")],
-        "epsilon": [None, Interval(Real, 0, None, closed="neither")],
+        "epsilon": [None, PrivacyParameter()],
         "bounds_epsilon_fraction": [Interval(Real, 0, 1, closed="neither")],
         "random_state": ["random_state"],
     }
@@ -513,6 +516,11 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         columns = select_columns(self.columns, frame)
         values = {c: self._numeric_values(frame, c) for c in columns}
         n_bins, public, public_edges = self._per_column(columns)
+        total_bins = sum(n_bins.values())
+        check_memory(_BYTES_PER_BIN * float(total_bins),
+                     f"DPKBinsDiscretizer with {total_bins:,} bins over {len(columns)} column(s) (n_bins)",
+                     "Use fewer bins: each bin becomes a category of the synthesizer's domain, where a few to a "
+                     "few hundred per column is the useful range.")
         quantile = self.strategy == "quantile"
         needs_bounds = [c for c in columns if c not in public]
         needs_quantiles = [c for c in columns if quantile and n_bins[c] >= 2 and c not in public_edges]

@@ -18,7 +18,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..params import Dict, Interval, Names, Options, validate_params
+from ..params import Dict, Interval, Names, Options, PrivacyParameter, validate_params
 from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
 from ..privacy.metadata import mark_public
 from ..privacy.randomness import noise_generator, warn_reproducible_noise
@@ -351,7 +351,7 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
     _parameter_constraints = {
         "categories": [Dict("{column: list}"), None],
         "columns": [None, Names("column names")],
-        "epsilon": [None, Interval(Real, 0, None, closed="neither")],
+        "epsilon": [None, PrivacyParameter()],
         "delta": [None, Interval(Real, 0, 1, closed="neither")],
         "threshold": [None, Interval(Real)],
         "handle_unknown": [Options(*_HANDLE_UNKNOWN), Mapping],

@@ -24,7 +24,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..params import Dict, Interval, Options, validate_params
+from ..params import Dict, Interval, Options, PrivacyParameter, validate_params
 from ..privacy import PrivacyLedger, PrivacyLeakWarning, warn_privacy_leak
 from ..privacy.metadata import mark_public
 from ..privacy.randomness import ReproducibleNoiseWarning, child_random_states, warn_reproducible_noise
@@ -631,7 +631,7 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         "n_bins": [Interval(Integral, 1, None)],
         "strategy": [Options(*_STRATEGIES)],
         "output": [Options(*_OUTPUTS)],
-        "epsilon": [None, Interval(Real, 0, None, closed="neither")],
+        "epsilon": [None, PrivacyParameter()],
         "delta": [None, Interval(Real, 0, 1, closed="neither")],
         "numeric_epsilon_fraction": [Interval(Real, 0, 1, closed="neither")],
         "random_state": ["random_state"],

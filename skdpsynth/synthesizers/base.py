@@ -40,12 +40,14 @@ from ..columns import Column, resolve_columns
 from ..domain import Domain
 from ..marginals import as_codes
 from ..outofcore import is_out_of_core
-from ..params import Interval, Options, validate_params
+from ..params import Interval, Options, PrivacyParameter, validate_params
 from ..privacy import PrivacyLedger, cdp_rho
 from ..privacy.randomness import child_random_states, noise_generator, warn_reproducible_noise
-from ..utils import append_target, check_random_state, is_remote_data
+from ..utils import append_target, check_memory, check_random_state, is_remote_data
 
 __all__ = ["BaseSynthesizer"]
+
+_SAMPLE_BYTES_PER_CELL = 96   # peak of sample(): codes, decoded columns and the DataFrame (82 measured, rounded up)
 
 
 class BaseSynthesizer(BaseEstimator):
@@ -103,7 +105,7 @@ class BaseSynthesizer(BaseEstimator):
     # parameter); subclasses declare their own in the same class attribute.
     _parameter_constraints: dict = {
         "domain": [None, Mapping, Domain],
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [PrivacyParameter()],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "random_state": ["random_state"],
         "verbose": [Interval(Integral, 0, None), bool],
@@ -295,8 +297,12 @@ class BaseSynthesizer(BaseEstimator):
         check_is_fitted(self, "model_")
         if n_samples is None:
             n_samples = int(round(self.n_records_))
-        if not isinstance(n_samples, (int, np.integer)) or n_samples < 0:
+        if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, (int, np.integer)) or n_samples < 0:
             raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}.")
+        check_memory(_SAMPLE_BYTES_PER_CELL * float(n_samples) * len(self._columns),
+                     f"sample(n_samples={int(n_samples):,}) of {len(self._columns)} columns",
+                     "Draw fewer records, or draw them in batches: each sample() call continues the "
+                     "synthesizer's random stream.")
         rng = self._sample_rng if random_state is None else check_random_state(random_state)
         codes = self._sample_codes(int(n_samples), rng)
         return pd.DataFrame({c.name: c.decode(codes[:, j]) for j, c in enumerate(self._columns)})

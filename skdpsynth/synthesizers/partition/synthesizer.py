@@ -40,7 +40,7 @@ from numbers import Integral, Real
 
 from ...domain import Domain
 from ...marginals import marginals
-from ...params import Interval, Options
+from ...params import MAX_RHO, Interval, Options, PrivacyParameter
 from ...privacy import PrivacyLedger, warn_privacy_leak
 from ...utils import check_memory
 from ..base import BaseSynthesizer
@@ -260,7 +260,7 @@ class PartitionSynthesizer(BaseSynthesizer):
 
     # -- validation ---------------------------------------------------------
     _parameter_constraints = {
-        "rho": [None, Interval(Real, 0, None, closed="neither")],
+        "rho": [None, PrivacyParameter(MAX_RHO)],
         "workload": WORKLOAD_CONSTRAINT,
         "max_cells": [Interval(Integral, 1, None), None],
         "privacy_mode": [Options("strict", "paper")],

@@ -323,7 +323,7 @@ def dpfm_parameters(epsilon_prime: float, gamma: float) -> tuple[int, int]:
     gamma = _check_gamma(gamma)
     if not (eps > 0 and math.isfinite(eps)):
         raise ValueError(f"epsilon_prime must be positive and finite, got {eps}")
-    em1 = math.expm1(eps)
+    em1 = math.expm1(min(eps, 700.0))   # from ε′ = ln 2 on, k_p = 1; e^{ε′} overflows a float past 709
     k_p = max(math.ceil(1.0 / em1), 1)
     # Make k_p the least integer with k_p·(e^{ε′} − 1) ≥ 1 as evaluated in floating point.
     while k_p * em1 < 1.0:

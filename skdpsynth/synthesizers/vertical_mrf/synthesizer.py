@@ -477,14 +477,22 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
                              "every column use AIMSynthesizer (centralized).")
         if len(set(names)) != len(names):
             raise ValueError(f"Party names must be unique, got {names}.")
-        # Column named twice, missing, or unknown: HybridPartition's checks and messages.
-        partition = HybridPartition([np.arange(n_rows)], groups,
-                                    party_names={(0, j): n for j, n in enumerate(names)})
-        partition.validate(columns, n_rows)
+        # Column named twice, missing, or unknown: HybridPartition's checks and messages.  Only the columns are
+        # checked here (the parties hold every row), so a table of 0 rows is checked as one of 1.
+        rows = max(int(n_rows), 1)
+        partition = HybridPartition([np.arange(rows)], groups, party_names={(0, j): n for j, n in enumerate(names)})
+        partition.validate(columns, rows)
         return list(zip(names, groups))
 
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, epsilon: float, delta: float) -> None:
         columns = list(domain.attrs)
+        named_otherwise = [c for c in columns if not isinstance(c, str)]
+        if named_otherwise:
+            # The parties' messages name their columns in the wire format's JSON header, where names are strings.
+            c = named_otherwise[0]
+            raise TypeError(f"VerticalMRFSynthesizer needs string column names (the parties' messages carry them); "
+                            f"column {c!r} has a name of type {type(c).__name__}. Rename the columns, e.g. "
+                            "X.columns = X.columns.astype(str).")
         parties = self._resolve_parties(self._fit_parties, columns, codes.shape[0])
         parties = [(name, list(domain.canonical(cols))) for name, cols in parties]
         m, d = len(parties), len(domain)

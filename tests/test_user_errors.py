@@ -1,0 +1,192 @@
+"""A user's mistakes get a clear error naming what to change, or a correct result (issue 43).
+
+Each test here failed before its fix: a traceback from deep inside (numpy, math, a sort), a silent change, or
+an error that named neither the parameter nor the column.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from skdpsynth import (AIMSynthesizer, HybridSynthesizer, MSTSynthesizer, PartitionSynthesizer,
+                       VerticalMRFSynthesizer, ViewSynthesizer)
+from skdpsynth.params import MAX_EPSILON, InvalidParameterError
+from skdpsynth.preprocessing import DPCategoricalEncoder, DPKBinsDiscretizer, TableDiscretizer
+from skdpsynth.synthesizers.vertical_mrf.sketches import dpfm_parameters
+from skdpsynth.utils import MemoryLimitError
+
+FAST = {
+    MSTSynthesizer: {},
+    AIMSynthesizer: {"max_iters": 20, "final_iters": 20},
+    PartitionSynthesizer: {"max_iters": 20, "final_iters": 20},
+    ViewSynthesizer: {},
+    HybridSynthesizer: {"max_iters": 20, "final_iters": 20},
+    VerticalMRFSynthesizer: {"party_columns": 2, "n_sketches": 32},
+}
+SYNTHESIZERS = list(FAST)
+
+
+def _make(cls, **params):
+    return cls(random_state=0, **{**FAST[cls], **params})
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # leak and reproducibility warnings of the small fits
+        yield
+
+
+@pytest.mark.parametrize("cls", SYNTHESIZERS, ids=lambda c: c.__name__)
+def test_an_empty_table_without_a_domain_is_refused_naming_the_column(cls):
+    empty = pd.DataFrame({"a": np.array([], int), "s": pd.Series([], dtype=object)})
+    with pytest.raises(ValueError, match="Column 'a' has no values to read its categories from: give its "
+                                         "categories or size in domain="):
+        _make(cls).fit(empty)
+
+
+@pytest.mark.parametrize("cls", SYNTHESIZERS, ids=lambda c: c.__name__)
+def test_an_empty_table_with_a_domain_fits_and_samples(cls):
+    empty = pd.DataFrame({"a": np.array([], int), "b": np.array([], int), "c": np.array([], int)})
+    synthetic = _make(cls, domain={"a": 2, "b": 3, "c": 2}).fit(empty).sample(5)
+    assert synthetic.shape == (5, 3)
+    assert synthetic["b"].between(0, 2).all()
+
+
+MIXED = pd.DataFrame({0: [0, 1, 0, 1] * 10, "b": [1, 0, 0, 1] * 10, "c": [0, 0, 1, 1] * 10})
+
+
+@pytest.mark.parametrize("cls", [c for c in SYNTHESIZERS if c is not VerticalMRFSynthesizer],
+                         ids=lambda c: c.__name__)
+def test_column_names_of_mixed_types_fit(cls):
+    synthetic = _make(cls).fit(MIXED).sample(4)
+    assert list(synthetic.columns) == [0, "b", "c"]
+
+
+def test_vertical_mrf_asks_for_string_column_names():
+    with pytest.raises(TypeError, match="VerticalMRFSynthesizer needs string column names .*column 0 has a name of "
+                                        "type int. Rename the columns"):
+        _make(VerticalMRFSynthesizer).fit(MIXED)
+
+
+ESTIMATORS = [(cls, lambda cls=cls, **kw: _make(cls, **kw)) for cls in SYNTHESIZERS] + [
+    (DPKBinsDiscretizer, lambda **kw: DPKBinsDiscretizer(n_bins=3, random_state=0, **kw)),
+    (DPCategoricalEncoder, lambda **kw: DPCategoricalEncoder(delta=1e-6, random_state=0, **kw)),
+    (TableDiscretizer, lambda **kw: TableDiscretizer(random_state=0, **kw)),
+]
+
+
+@pytest.mark.parametrize("epsilon", [1e11, 1e307])
+@pytest.mark.parametrize("cls, make", ESTIMATORS, ids=[c.__name__ for c, _ in ESTIMATORS])
+def test_an_epsilon_too_large_to_compute_with_is_refused_by_name(cls, make, epsilon):
+    X = pd.DataFrame({"a": [0, 1, 2, 1] * 25, "b": [1, 0, 0, 1] * 25, "c": [0, 0, 1, 1] * 25})
+    with pytest.raises(InvalidParameterError, match=r"epsilon must be (None or )?a finite number > 0 and <= "
+                                                    r"1e\+10, got (100000000000\.0|1e\+307)\. Past 1e\+10 the "
+                                                    "noise calibration"):
+        make(epsilon=epsilon).fit(X)
+
+
+def test_partition_synthesizer_bounds_rho_too():
+    X = pd.DataFrame({"a": [0, 1, 2, 1] * 25, "b": [1, 0, 0, 1] * 25})
+    with pytest.raises(InvalidParameterError, match=r"rho must be None or a finite number > 0 and <= 1e\+20"):
+        PartitionSynthesizer(rho=1e30).fit(X)
+
+
+@pytest.mark.parametrize("cls", SYNTHESIZERS, ids=lambda c: c.__name__)
+def test_the_largest_epsilon_fits(cls):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({c: rng.integers(0, k, 300) for c, k in zip("abcd", (3, 4, 2, 5))})
+    est = _make(cls, epsilon=MAX_EPSILON, domain={"a": 3, "b": 4, "c": 2, "d": 5}).fit(X)
+    assert est.sample(3).shape == (3, 4)
+
+
+def test_dpfm_parameters_at_any_epsilon():
+    # k_p = 1 from ε′ = ln 2 on, α_min = 0 once 1 − e^{−ε′} rounds to 1; e^{ε′} itself overflows past 709.
+    assert dpfm_parameters(1e6, 1.0) == (1, 0) == dpfm_parameters(710.0, 1.0)
+    assert dpfm_parameters(700.0, 1.0) == (1, 0)
+
+
+@pytest.mark.parametrize("spec", [4.5, 2.0, True, "ab"])
+def test_a_domain_entry_that_is_neither_a_size_nor_categories_is_refused_by_name(spec):
+    X = pd.DataFrame({"a": [0, 1, 2, 1] * 25, "b": [1, 0, 0, 1] * 25})
+    with pytest.raises(ValueError, match=r"domain\['b'\] must be a positive integer size or a list of categories, "
+                                         f"got {spec!r}"):
+        MSTSynthesizer(domain={"a": 3, "b": spec}).fit(X)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X = pd.DataFrame({"a": [0, 1, 2, 1] * 25, "b": [1, 0, 0, 1] * 25})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return MSTSynthesizer(domain={"a": 3, "b": 2}, random_state=0).fit(X)
+
+
+@pytest.mark.parametrize("n", [True, np.True_, -1, 2.0, "3"])
+def test_sample_refuses_what_is_not_a_number_of_records(fitted, n):
+    with pytest.raises(ValueError, match=f"n_samples must be a non-negative integer, got {n!r}"):
+        fitted.sample(n)
+
+
+def test_sample_refuses_more_records_than_memory_holds_before_allocating(fitted):
+    n = 10**13
+    with pytest.raises(MemoryLimitError, match=r"sample\(n_samples=10,000,000,000,000\) of 2 columns needs about "
+                                               r".* of memory, but .* is available\. Draw fewer records, or draw "
+                                               "them in batches"):
+        fitted.sample(n)
+    assert issubclass(MemoryLimitError, ValueError) and not math.isnan(fitted.n_records_)
+
+
+# -- the command line: one line and exit status 2 ------------------------------------------------------------------
+def _cli(tmp_path, capsys, frame: pd.DataFrame, schema: dict, *options: str) -> tuple[int, str]:
+    import json
+
+    from skdpsynth.cli import main
+
+    data, schema_path = tmp_path / "d.csv", tmp_path / "s.json"
+    frame.to_csv(data, index=False)
+    schema_path.write_text(json.dumps(schema))
+    code = main(["synthesize", str(data), "--schema", str(schema_path), "-o", str(tmp_path / "out.csv"), "-q",
+                 *options])
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+def _small(n: int = 200) -> tuple[pd.DataFrame, dict]:
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.integers(0, 3, n), "x": rng.uniform(0, 10, n)})
+    return frame, {"a": {"type": "categorical", "categories": [0, 1, 2]},
+                   "x": {"type": "numeric", "bounds": [0, 10], "n_bins": 4}}
+
+
+def test_cli_more_rows_than_memory_holds(tmp_path, capsys):
+    code, err = _cli(tmp_path, capsys, *_small(), "--rows", "1000000000000")
+    assert code == 2 and "\n" not in err
+    assert err.startswith("skdpsynth: error: --rows 1,000,000,000,000: sample(n_samples=1,000,000,000,000) of 2 "
+                          "columns needs about")
+
+
+def test_cli_a_schema_with_a_billion_bins(tmp_path, capsys):
+    frame, schema = _small()
+    schema["x"]["n_bins"] = 10**9
+    code, err = _cli(tmp_path, capsys, frame, schema)
+    assert code == 2 and "\n" not in err
+    assert "DPKBinsDiscretizer with 1,000,000,000 bins over 1 column(s) (n_bins) needs about" in err
+    assert "Use fewer bins" in err
+
+
+def test_cli_views_too_large_name_the_method_and_the_option(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({f"c{i}": rng.integers(0, 1000, 50) for i in range(4)})
+    schema = {c: {"type": "categorical", "categories": list(range(1000))} for c in frame}
+    code, err = _cli(tmp_path, capsys, frame, schema, "--method", "view", "--view-size", "2",
+                     "--max-view-cells", "100")
+    assert code == 2 and "\n" not in err
+    assert err.startswith("skdpsynth: error: --method view: The view (") and "more than max_view_cells=100" in err
+    with pytest.raises(SystemExit) as exit_:
+        _cli(tmp_path, capsys, frame, schema, "--max-view-cells", "100")
+    assert exit_.value.code == 2
