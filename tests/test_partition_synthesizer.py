@@ -134,7 +134,7 @@ def spy_on_sequences(monkeypatch) -> list:
 
 
 # -- strict mode partitions only public (model) marginals ----------------------------------------------------------
-def test_strict_mode_partitions_model_marginals_only_t15(monkeypatch):
+def test_strict_mode_partitions_model_marginals_only(monkeypatch):
     X, dom = correlated()
     seen = spy_on_sequences(monkeypatch)
     syn = fast(epsilon=2.0, domain=dom).fit(X)

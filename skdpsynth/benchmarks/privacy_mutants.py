@@ -249,7 +249,7 @@ CATALOGUE: tuple[Mutant, ...] = (
             "strict mode's default partition source (the first model) replaced by the true answers",
             _PPSYN, "            initial_proxy = ({w: model.project(w) for w in self.candidates}",
             "            initial_proxy = ({w: self.answers[w] for w in self.candidates}",
-            ["tests/test_partition_synthesizer.py::test_strict_mode_partitions_model_marginals_only_t15"]),
+            ["tests/test_partition_synthesizer.py::test_strict_mode_partitions_model_marginals_only"]),
     _mutant("aim_annealing_on_true_marginals", "AIMSynthesizer",
             "the annealing test measures the model's movement from the true marginal, not from its earlier answer",
             _AIM, "        before = [model.project(c).ravel() for c in plan.chosen]\n",
