@@ -105,6 +105,12 @@ def _read_input(path) -> pd.DataFrame:
         raise _UserError(f"input file {str(path)!r} is not a valid CSV file: {_parser_reason(exc)}") from exc
     if len(real) == 0:
         raise _UserError(f"input file {str(path)!r} has a header line but no records")
+    # pandas renames a repeated name ("age", "age.1"): read the header as written to refuse it instead.
+    header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise _UserError(f"input file {str(path)!r}: its header names column {repeated[0]!r} more than once; give "
+                         "every column its own name")
     return real
 
 

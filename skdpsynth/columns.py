@@ -214,20 +214,32 @@ def _refuse_numeric_quantities(frame: pd.DataFrame, given: dict) -> None:
     category per distinct value): huge, slow, and synthesized as unrelated
     categories.  Refuse them, naming the columns and the two ways out.
     """
-    found = []
+    found, dates = [], []
     for name in frame.columns:
         col = frame[name]
-        if name in given or isinstance(col.dtype, pd.CategoricalDtype) or col.dtype.kind not in "iuf":
+        if name in given or isinstance(col.dtype, pd.CategoricalDtype) or col.dtype.kind not in "iufMm":
             continue
         if not len(col):
             continue
+        if col.dtype.kind in "f" and np.isinf(col.to_numpy()).any():
+            raise ValueError(f"Column {name!r} holds infinite values (inf or -inf): replace them, or give the "
+                             "column its categories in domain=.")
         size = int(col.max()) + 1 if col.dtype.kind in "iu" and col.min() >= 0 else col.nunique()
         if size > MAX_INFERRED_NUMERIC_VALUES:
-            found.append(repr(name))  # not the size: an error message must not quote a statistic of the data
+            # Not the size: an error message must not quote a statistic of the data.
+            (dates if col.dtype.kind in "Mm" else found).append(repr(name))
     if found:
         raise ValueError(
             f"Numeric columns {', '.join(found)} would become category codes with more than "
             f"{MAX_INFERRED_NUMERIC_VALUES:,} values each. If they are quantities, discretize them first with a DP "
             "discretizer (skdpsynth.preprocessing.DPKBinsDiscretizer, or TableDiscretizer for a mixed table); if "
             "they really are category codes, give their public size or categories in domain=."
+        )
+    if dates:
+        # The same rule as for numbers: a date read from the data is one category per distinct value.
+        raise ValueError(
+            f"Date or time columns {', '.join(dates)} would become categories with more than "
+            f"{MAX_INFERRED_NUMERIC_VALUES:,} values each. Turn them into numbers first (a year, or days since a "
+            "date) and discretize those with a DP discretizer (skdpsynth.preprocessing), or give their public "
+            "categories in domain=."
         )

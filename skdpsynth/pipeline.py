@@ -14,6 +14,7 @@ from numbers import Integral
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
@@ -25,11 +26,17 @@ from .privacy.metadata import is_public
 from .utils import append_target, check_random_state
 
 try:  # public since scikit-learn 1.6
-    from sklearn.utils import get_tags
+    from sklearn.utils import TransformerTags, get_tags
 except ImportError:  # pragma: no cover - older scikit-learn reads ``_estimator_type``
-    get_tags = None
+    TransformerTags = get_tags = None
 
 __all__ = ["SynthesisPipeline", "TrainOnSynthetic", "make_synthesis_pipeline"]
+
+
+def _is_steps(steps) -> bool:
+    """Whether ``steps`` is a list or tuple of (name, estimator) pairs."""
+    return isinstance(steps, (list, tuple)) and all(
+        isinstance(step, (list, tuple)) and len(step) == 2 and hasattr(step[1], "get_params") for step in steps)
 
 
 def _estimator_has(attr: str):
@@ -432,7 +439,7 @@ class SynthesisPipeline(BaseEstimator):
     # -- parameters (nested, like sklearn.pipeline.Pipeline) -------------------
     def get_params(self, deep=True):
         out = {"steps": self.steps}
-        if deep:
+        if deep and _is_steps(self.steps):   # anything else is refused by fit (_validate_steps), not here
             for name, est in self.steps:
                 out[name] = est
                 for key, value in est.get_params(deep=True).items():
@@ -442,6 +449,8 @@ class SynthesisPipeline(BaseEstimator):
     def set_params(self, **params):
         if "steps" in params:
             self.steps = params.pop("steps")
+        if not params:
+            return self
         names = [name for name, _ in self.steps]
         nested: dict[str, dict] = {}
         for key, value in params.items():
@@ -476,7 +485,15 @@ class SynthesisPipeline(BaseEstimator):
         from .privacy import PrivacyLedger
 
         self._validate_steps()
-        self.n_features_in_ = np.shape(X)[1]  # the columns of X; a target given as y is not a feature
+        if sp.issparse(X):
+            raise TypeError("Sparse input is not supported: a synthesis pipeline needs the table of records; pass a "
+                            "DataFrame.")
+        if not hasattr(X, "shape"):   # a list of rows, or an array-like
+            X = np.asarray(X)
+        if len(X.shape) != 2:
+            raise ValueError(f"X must be a DataFrame or a 2-D array, got an array with {len(X.shape)} dimension(s). "
+                             "Reshape your data, e.g. with array.reshape(-1, 1) for a single column.")
+        self.n_features_in_ = X.shape[1]  # the columns of X; a target given as y is not a feature
         X = append_target(X, y)  # the target goes through preprocessing like any column
         fitted, ledger, Xt = [], PrivacyLedger(), X
         for name, step in self.steps[:-1]:
@@ -503,6 +520,16 @@ class SynthesisPipeline(BaseEstimator):
         self.privacy_ledger_ = ledger
         self.n_records_ = getattr(synth, "n_records_", None)
         return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # transform() maps real records into the synthesizer's space (for scoring), so scikit-learn's checks
+        # see a transformer: declare it, with the synthesizers' input (discrete columns, labels).
+        if TransformerTags is not None:
+            tags.transformer_tags = TransformerTags()
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        return tags
 
     def sample(self, n_samples=None, random_state=None, *, inverse_transform: bool = True) -> pd.DataFrame:
         """Sample from the synthesizer and map the records back to the original schema.

@@ -174,10 +174,12 @@ def append_target(X, y):
     if y is None:
         return X
     frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)).rename(columns=lambda j: f"x{j}")
+    # Neither length nor shape in the messages: both hold the private record count.
+    if not isinstance(y, pd.Series) and np.ndim(y) != 1:
+        raise ValueError("y must be 1-D (one target column).")
     target = y.copy() if isinstance(y, pd.Series) else pd.Series(np.asarray(y))
-    if target.ndim != 1 or len(target) != len(frame):
-        # Neither length: both are the private record count.
-        raise ValueError("y must be 1-D with one entry per row of X.")
+    if len(target) != len(frame):
+        raise ValueError("y must have one entry per row of X; it has another number of entries.")
     name = target.name if target.name is not None else "target"
     if name in frame.columns:
         raise ValueError(f"y is named {name!r} but X already has such a column.")

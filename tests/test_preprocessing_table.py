@@ -136,12 +136,12 @@ def test_other_and_missing_options_in_the_schema():
     assert back["c"].tolist()[:2] == ["a", "b"] and back["c"].tolist()[3] == "__other__"
     assert pd.isna(back["c"].iloc[2])
     # Exact public categories (the default) reject unseen and missing values, pointing to the options.
-    with pytest.raises(ValueError, match="column 'c' has missing values.*'missing': 'category'"):
+    with pytest.raises(ValueError, match="[Cc]olumn 'c' has missing values.*'missing': 'category'"):
         TableDiscretizer({"c": ["a", "b", "z"], "x": schema["x"]}).fit(X)
     strict = _fit_quietly(TableDiscretizer({"c": ["a", "b"], "x": schema["x"]}), X.iloc[:2])
-    with pytest.raises(ValueError, match="column 'c' has missing values.*'missing': 'category'"):
+    with pytest.raises(ValueError, match="[Cc]olumn 'c' has missing values.*'missing': 'category'"):
         strict.transform(X.iloc[[0, 2]])
-    with pytest.raises(ValueError, match="column 'c' has values outside its categories.*'handle_unknown'"):
+    with pytest.raises(ValueError, match="Column 'c' has values outside its categories.*'handle_unknown'"):
         strict.transform(X.iloc[[0, 3]])
 
 

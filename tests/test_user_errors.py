@@ -190,3 +190,62 @@ def test_cli_views_too_large_name_the_method_and_the_option(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         _cli(tmp_path, capsys, frame, schema, "--max-view-cells", "100")
     assert exit_.value.code == 2
+
+
+# -- item 8: the smaller ones ---------------------------------------------------------------------------------------
+def test_an_infinite_value_is_named_as_such_without_a_numpy_warning():
+    X = pd.DataFrame({"a": [0.0, 1.0, np.inf, 1.0] * 5, "b": [1, 0, 0, 1] * 5})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match=r"Column 'a' holds infinite values \(inf or -inf\)"):
+            MSTSynthesizer().fit(X)
+
+
+def test_a_target_of_the_wrong_length_is_not_called_two_dimensional():
+    X = pd.DataFrame({"a": [0, 1, 2, 1] * 5, "b": [1, 0, 0, 1] * 5})
+    with pytest.raises(ValueError, match="y must have one entry per row of X; it has another number of entries"):
+        MSTSynthesizer().fit(X, pd.Series([0, 1] * 5))
+    with pytest.raises(ValueError, match=r"y must be 1-D \(one target column\)"):
+        MSTSynthesizer().fit(X, np.zeros((20, 2)))
+
+
+def test_a_category_outside_the_schema_at_fit_is_not_labelled_transform():
+    from skdpsynth import SynthesisPipeline
+
+    raw = pd.DataFrame({"c": ["x", "y", "z", "x"] * 5})
+    pipe = SynthesisPipeline([("table", TableDiscretizer({"c": {"type": "categorical", "categories": ["x", "y"]}})),
+                              ("synth", MSTSynthesizer(random_state=0))])
+    with pytest.raises(ValueError, match=r"^Column 'c' has values outside its categories"):
+        pipe.fit(raw)
+
+
+def test_dates_follow_the_rule_of_numbers():
+    dates = pd.DataFrame({"d": pd.date_range("2000-01-01", periods=1001, freq="h")})
+    with pytest.raises(ValueError, match="Date or time columns 'd' would become categories with more than 1,000 "
+                                         "values each"):
+        MSTSynthesizer().fit(dates)
+    few = pd.DataFrame({"d": pd.date_range("2000-01-01", periods=1000, freq="h")})
+    assert MSTSynthesizer(random_state=0).fit(few).domain_["d"] == 1000
+
+
+def test_the_pipeline_refuses_one_dimensional_and_sparse_input_by_name():
+    import scipy.sparse as sp
+
+    from skdpsynth import SynthesisPipeline
+
+    pipe = SynthesisPipeline([("table", TableDiscretizer(n_bins=3)), ("synth", MSTSynthesizer(random_state=0))])
+    with pytest.raises(ValueError, match="X must be a DataFrame or a 2-D array, got an array with 1 dimension"):
+        pipe.fit(np.arange(10.0), np.arange(10) % 2)
+    with pytest.raises(TypeError, match="Sparse input is not supported"):
+        pipe.fit(sp.csr_matrix(np.eye(3)))
+
+
+def test_cli_a_header_that_names_a_column_twice(tmp_path, capsys):
+    from skdpsynth.cli import main
+
+    data = tmp_path / "dup.csv"
+    data.write_text("age,age,b\n1,2,0\n3,4,1\n")
+    assert main(["synthesize", str(data), "--infer-schema", "-o", str(tmp_path / "o.csv"), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("its header names column 'age' more than once; give every column its own name")
+    assert "\n" not in err and not (tmp_path / "o.csv").exists()

@@ -872,7 +872,7 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
                         continue
                     if (col == label).any():
                         what = "values outside its categories" if label == _OTHER else "missing values"
-                        raise ValueError(f"transform: column {c!r} has {what}. Its categories are exact; set "
+                        raise ValueError(f"Column {c!r} has {what}. Its categories are exact; set "
                                          f"{option} in its schema spec to map them to {label!r}.")
                     drop.append(label)
                 if drop:  # set_categories keeps the order (remove_categories may sort)
