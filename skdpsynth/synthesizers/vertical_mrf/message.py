@@ -130,13 +130,10 @@ def vertical_from_bytes(data: bytes, *, config=None, sender: str | None = None, 
     Raises
     ------
     MessageError
-        Naming the sender, on anything malformed: not an uncompressed
-        ``.npz`` archive; a header that is not strict JSON, lacks keys or has
-        others, another format, version, kind or sender; fields of the wrong
-        type; arrays that are missing, extra, not numeric or unlike their
-        description; malformed ledger entries; with ``config``, any failure of
-        :func:`check_vertical_message`.  The text names the party and the
-        field, never a value or a size.
+        Naming the sender: on a malformed message, as
+        :func:`~skdpsynth.federated.wire.read_vertical_fields` lists; with
+        ``config``, on any failure of :func:`check_vertical_message`.  The text
+        names the party and the field, never a value or a size.
 
     Examples
     --------
