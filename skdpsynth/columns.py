@@ -139,23 +139,7 @@ def resolve_columns(frame: pd.DataFrame, domain, ledger: PrivacyLedger, from_arr
         col = frame[name]
         spec = given.get(name)
         if spec is not None:
-            if isinstance(spec, (bool, np.bool_, str, bytes)) or not (isinstance(spec, (int, np.integer))
-                                                                       or np.iterable(spec)):
-                raise ValueError(f"domain[{name!r}] must be a positive integer size or a list of categories, "
-                                 f"got {spec!r}.")
-            if isinstance(spec, (int, np.integer)):
-                if int(spec) < 1:
-                    raise ValueError(f"domain[{name!r}] must be a positive size, got {spec}.")
-                if isinstance(col.dtype, pd.CategoricalDtype):
-                    raise ValueError(f"Column {name!r} is categorical; give its categories, not a size, in domain.")
-                columns.append(Column(name, int(spec), "codes", None, col.dtype))
-            else:
-                cats = pd.Index(list(spec))
-                if cats.has_duplicates or len(cats) == 0:
-                    raise ValueError(f"domain[{name!r}] must be a non-empty list of distinct categories.")
-                kind = "categorical" if isinstance(col.dtype, pd.CategoricalDtype) else "values"
-                dtype = pd.CategoricalDtype(cats, ordered=getattr(col.dtype, "ordered", False)) if kind == "categorical" else col.dtype
-                columns.append(Column(name, len(cats), kind, cats, dtype))
+            columns.append(_column_from_domain(name, col, spec))
         elif isinstance(col.dtype, pd.CategoricalDtype):
             if len(col.dtype.categories) == 0:
                 raise ValueError(f"Column {name!r} is categorical with no categories.")
@@ -164,28 +148,7 @@ def resolve_columns(frame: pd.DataFrame, domain, ledger: PrivacyLedger, from_arr
             columns.append(Column(name, len(col.dtype.categories), "categorical", col.dtype.categories, col.dtype))
         else:
             leaked.append(str(name))
-            if not col.notna().any():
-                # Nothing to read the categories from (0 rows): metadata read without DP needs data.
-                raise ValueError(f"Column {name!r} has no values to read its categories from: give its categories "
-                                 "or size in domain= (public metadata).")
-            if col.dtype.kind == "f":
-                finite = col.dropna()
-                if len(finite) and not np.all(np.mod(finite.to_numpy(), 1) == 0):
-                    raise ValueError(
-                        f"Column {name!r} holds continuous values. Discretize it first with a DP discretizer "
-                        "(skdpsynth.preprocessing), or give its categories in domain=."
-                    )
-            if col.dtype.kind in "iu":
-                if len(col) and col.min() < 0:
-                    raise ValueError(f"Column {name!r} has negative integers; give its categories in domain=.")
-                columns.append(Column(name, int(col.max()) + 1, "codes", None, col.dtype))
-            else:
-                cats = pd.Index(pd.unique(col.dropna()))
-                try:
-                    cats = cats.sort_values()
-                except TypeError:
-                    pass
-                columns.append(Column(name, len(cats), "values", cats, col.dtype))
+            columns.append(_column_from_data(name, col))
     if leaked:
         warn_privacy_leak(
             f"The domain of columns {leaked} was read from the private data (their value sets, or the largest "
@@ -205,6 +168,49 @@ def resolve_columns(frame: pd.DataFrame, domain, ledger: PrivacyLedger, from_arr
             columns=from_dtype,
         )
     return columns
+
+
+def _column_from_domain(name, col: pd.Series, spec) -> Column:
+    """A column whose public domain is given: a size (integer codes) or a list of categories."""
+    if isinstance(spec, (bool, np.bool_, str, bytes)) or not (isinstance(spec, (int, np.integer)) or np.iterable(spec)):
+        raise ValueError(f"domain[{name!r}] must be a positive integer size or a list of categories, got {spec!r}.")
+    if isinstance(spec, (int, np.integer)):
+        if int(spec) < 1:
+            raise ValueError(f"domain[{name!r}] must be a positive size, got {spec}.")
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            raise ValueError(f"Column {name!r} is categorical; give its categories, not a size, in domain.")
+        return Column(name, int(spec), "codes", None, col.dtype)
+    cats = pd.Index(list(spec))
+    if cats.has_duplicates or len(cats) == 0:
+        raise ValueError(f"domain[{name!r}] must be a non-empty list of distinct categories.")
+    kind = "categorical" if isinstance(col.dtype, pd.CategoricalDtype) else "values"
+    dtype = pd.CategoricalDtype(cats, ordered=getattr(col.dtype, "ordered", False)) if kind == "categorical" else col.dtype
+    return Column(name, len(cats), kind, cats, dtype)
+
+
+def _column_from_data(name, col: pd.Series) -> Column:
+    """A column without a public domain: its categories, or its largest integer code, read from the data."""
+    if not col.notna().any():
+        # Nothing to read the categories from (0 rows): metadata read without DP needs data.
+        raise ValueError(f"Column {name!r} has no values to read its categories from: give its categories or size "
+                         "in domain= (public metadata).")
+    if col.dtype.kind == "f":
+        finite = col.dropna()
+        if len(finite) and not np.all(np.mod(finite.to_numpy(), 1) == 0):
+            raise ValueError(
+                f"Column {name!r} holds continuous values. Discretize it first with a DP discretizer "
+                "(skdpsynth.preprocessing), or give its categories in domain=."
+            )
+    if col.dtype.kind in "iu":
+        if len(col) and col.min() < 0:
+            raise ValueError(f"Column {name!r} has negative integers; give its categories in domain=.")
+        return Column(name, int(col.max()) + 1, "codes", None, col.dtype)
+    cats = pd.Index(pd.unique(col.dropna()))
+    try:
+        cats = cats.sort_values()
+    except TypeError:
+        pass
+    return Column(name, len(cats), "values", cats, col.dtype)
 
 
 def _refuse_numeric_quantities(frame: pd.DataFrame, given: dict) -> None:
