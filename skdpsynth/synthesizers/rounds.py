@@ -11,6 +11,7 @@ spend exactly what the ledger says is left.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,13 +54,17 @@ class LedgerBudget:
 
     def __init__(self, rho: float, ledger: PrivacyLedger, cost: Callable[[LedgerEntry], float] | None = None):
         self.rho, self.ledger, self.cost = float(rho), ledger, cost
-        self._first = len(ledger)
+        # The ledger only grows: the costs of the entries read so far, and their sum, are kept until it does.
+        self._read, self._costs, self._spent = len(ledger), [], 0.0
 
     @property
     def spent(self) -> float:
         """ρ spent so far: the sum over the zCDP entries recorded since this budget was opened (of ``cost``)."""
-        entries = [e for e in tuple(self.ledger)[self._first:] if e.accounting == "zcdp"]
-        return math.fsum(e.rho if self.cost is None else self.cost(e) for e in entries)
+        if len(self.ledger) != self._read:
+            new = [e for e in itertools.islice(self.ledger, self._read, None) if e.accounting == "zcdp"]
+            self._costs += [e.rho if self.cost is None else self.cost(e) for e in new]
+            self._read, self._spent = len(self.ledger), math.fsum(self._costs)
+        return self._spent
 
     @property
     def left(self) -> float:
