@@ -355,6 +355,60 @@ def test_inverse_other_and_missing():
         enc.inverse_transform(Xt.assign(s=["a", "zzz", "a"]))
 
 
+def nullable_frame():
+    """Nullable columns with a missing value each: ``Int64``, ``boolean``, ``string`` and ``Float64``."""
+    return pd.DataFrame({
+        "i": pd.array([1, 2, None, 2, 1], dtype="Int64"),
+        "b": pd.array([True, False, None, True, True], dtype="boolean"),
+        "s": pd.array(["a", "b", None, "a", "b"], dtype="string"),
+        "f": pd.array([0.5, 1.5, None, 0.5, 0.5], dtype="Float64"),
+    })
+
+
+NULLABLE_PUBLIC = {"i": [1, 2], "b": [True, False], "s": ["a", "b"], "f": [0.5, 1.5]}
+
+
+def test_inverse_keeps_nullable_dtypes_with_missing_values():
+    # Issue 42: with missing="category", Int64 came back float64 (2.0) and boolean object.
+    X = nullable_frame()
+    enc = DPCategoricalEncoder(NULLABLE_PUBLIC, missing="category").fit(X)
+    back = enc.inverse_transform(enc.transform(X))
+    pd.testing.assert_frame_equal(back, X)
+    for col in X.columns:
+        assert back[col].dtype == X[col].dtype
+        assert back[col].iloc[2] is pd.NA  # the dtype's own missing value, not NaN or None
+
+
+def test_inverse_nullable_dtypes_with_the_other_label():
+    # "__other__" fits a string column; an Int64 or boolean column cannot hold it and becomes object, its
+    # missing values staying pd.NA (the input dtype's missing value), its real values Python scalars.
+    X = nullable_frame()
+    enc = DPCategoricalEncoder(NULLABLE_PUBLIC, handle_unknown="other", missing="category").fit(X)
+    Xt = pd.DataFrame({"i": [1, OTHER, MISSING], "b": [True, OTHER, MISSING], "s": ["a", OTHER, MISSING],
+                       "f": [0.5, 1.5, MISSING]})
+    back = enc.inverse_transform(Xt)
+    assert back["s"].dtype == "string" and back["s"].iloc[1] == OTHER and back["s"].iloc[2] is pd.NA
+    assert back["f"].dtype == "Float64" and back["f"].iloc[2] is pd.NA
+    for col, first in (("i", 1), ("b", True)):
+        assert back[col].dtype == object and back[col].iloc[:2].tolist() == [first, OTHER]
+        assert back[col].iloc[2] is pd.NA
+    # Without "__other__" in the records, the nullable dtypes come back.
+    back = enc.inverse_transform(Xt.iloc[[0, 2]])
+    assert back["i"].dtype == "Int64" and back["b"].dtype == "boolean"
+
+
+def test_inverse_missing_in_numpy_dtypes_unchanged():
+    # NumPy dtypes keep their documented behaviour: int64 -> float64 with NaN, bool -> object with None.
+    X = pd.DataFrame({"i": [1, 2], "b": [True, False], "t": pd.to_datetime(["2020-01-01", "2021-01-01"])})
+    enc = DPCategoricalEncoder({"i": [1, 2], "b": [True, False], "t": list(X["t"])}, missing="category").fit(X)
+    back = enc.inverse_transform(pd.DataFrame({"i": [2, MISSING], "b": [False, MISSING],
+                                               "t": [X["t"].iloc[0], MISSING]}))
+    assert back["i"].dtype == np.float64 and back["i"].iloc[0] == 2 and np.isnan(back["i"].iloc[1])
+    assert back["b"].dtype == object and back["b"].iloc[1] is None
+    # A date column keeps its dtype: NaT is its missing value.
+    assert back["t"].dtype == X["t"].dtype and back["t"].iloc[0] == X["t"].iloc[0] and pd.isna(back["t"].iloc[1])
+
+
 # -- integration and sklearn ----------------------------------------------------------
 def test_mst_on_encoded_frame_without_leak_and_back():
     rng = np.random.default_rng(0)

@@ -271,11 +271,16 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
     the columns seen in :meth:`fit` (by name for a DataFrame, in any order; by
     count for an array); anything else is a ``ValueError``.
 
-    :meth:`inverse_transform` maps ``missing_category`` back to a missing
-    value (``NaN`` for numeric columns, ``None`` otherwise) and
-    ``other_category`` to the ``other_category`` label itself, which forces
-    an ``object`` column for numeric, boolean or categorical inputs. It
-    draws nothing, so it ignores ``random_state``.
+    :meth:`inverse_transform` maps ``missing_category`` back to the input
+    dtype's own missing value (``pd.NA`` for the nullable ``Int64``,
+    ``boolean``, ``string`` and ``Float64`` dtypes, which are kept; ``NaT``
+    for dates; ``NaN`` for floats, and for NumPy integers, which become
+    ``float64``; ``None`` otherwise) and ``other_category`` to the
+    ``other_category`` label itself. A string column holds the label; a
+    numeric, boolean, date or categorical column cannot, and comes back as an
+    ``object`` column (its missing values then ``pd.NA`` for a nullable
+    input, ``None`` otherwise) whenever the records hold the label. It draws
+    nothing, so it ignores ``random_state``.
 
     **Output container.** :meth:`transform` returns a DataFrame;
     ``set_output(transform="default")`` makes it return a NumPy array of the
@@ -590,12 +595,15 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
         """Map encoded columns back to the input's values and dtypes where possible.
 
         Real categories come back as themselves with the column's original
-        dtype; ``missing_category`` becomes a missing value (``NaN`` for
-        numeric columns, which turns an int column into float64; ``None``
-        otherwise); ``other_category`` stays as its label, which makes
-        numeric, boolean and categorical columns ``object``. A categorical
-        input column keeps its original categories when every value fits.
-        Columns that were not encoded pass through unchanged.
+        dtype; ``missing_category`` becomes that dtype's missing value
+        (``pd.NA`` for the nullable ``Int64``, ``boolean``, ``string`` and
+        ``Float64`` dtypes, which are kept; ``NaT`` for dates; ``NaN`` for
+        floats, and for NumPy integers, which turns an int64 column into
+        float64; ``None`` otherwise); ``other_category`` stays as its label,
+        which keeps a string column's dtype and makes numeric, boolean, date
+        and categorical columns ``object``. A categorical input column keeps
+        its original categories when every value fits. Columns that were not
+        encoded pass through unchanged.
 
         Parameters
         ----------
@@ -610,6 +618,16 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
         Returns
         -------
         pandas.DataFrame
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from skdpsynth.preprocessing.encoder import DPCategoricalEncoder
+        >>> X = pd.DataFrame({"n": pd.array([1, None, 2], dtype="Int64")})
+        >>> enc = DPCategoricalEncoder({"n": [1, 2]}, missing="category").fit(X)
+        >>> back = enc.inverse_transform(enc.transform(X))
+        >>> back["n"].dtype, back["n"].tolist()
+        (Int64Dtype(), [1, <NA>, 2])
         """
         frame = self._input_frame(X, "X")
         new = {}
@@ -637,6 +655,7 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
 
     @staticmethod
     def _restore(values: np.ndarray, dtype, has_other: bool, has_missing: bool) -> pd.Series:
+        """The decoded labels (missing values as None) in the input column's dtype, where it can hold them."""
         series = pd.Series(values, dtype=object)
         if isinstance(dtype, pd.CategoricalDtype):
             present = series.dropna()
@@ -650,12 +669,18 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
                 return series.astype(dtype)
             except (TypeError, ValueError):
                 return series
+        nullable = isinstance(dtype, pd.api.extensions.ExtensionDtype)
         if has_other:
+            # The label fits no number, boolean or date: an object column. A nullable column's missing
+            # values stay its own missing value (pd.NA), so that they read as the input's did.
+            if nullable and has_missing:
+                series[series.isna()] = dtype.na_value
             return series
-        if has_missing:
-            if dtype.kind in "iuf":
-                return series.astype("float64")
-            return series
+        if has_missing and not nullable and dtype.kind in "iub":
+            # A NumPy integer or bool column has no missing value: pandas' convention, float64 with NaN for
+            # integers; booleans stay object with None (float would turn them into 1.0 / 0.0).
+            return series.astype("float64") if dtype.kind in "iu" else series
+        # Nullable dtypes (Int64, boolean, Float64, ...) take None as pd.NA, floats as NaN, dates as NaT.
         try:
             return series.astype(dtype)
         except (TypeError, ValueError):
