@@ -239,11 +239,12 @@ def test_report_with_plots(tables, tmp_path):
     pytest.importorskip("matplotlib")
     out = write_report(tmp_path / "sub" / "my report.html", **tables, plots=True)
     folder = tmp_path / "sub" / "my report_files"
-    assert out["images"] == [folder / "columns.png", folder / "associations.png"]
+    # "age" is a number in both original tables: its quantile plots come between the two others
+    assert out["images"] == [folder / "columns.png", folder / "numeric.png", folder / "associations.png"]
     text = out["html"].read_text(encoding="utf-8")
     _assert_well_formed(text)
     uris = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
-    assert text.count(DATA_URI) == 2 and len(uris) == 2
+    assert text.count(DATA_URI) == 3 and len(uris) == 3
     for image, uri in zip(out["images"], uris):
         data = image.read_bytes()
         assert data[:8] == PNG_MAGIC and len(data) > 5000
@@ -253,7 +254,7 @@ def test_report_with_plots(tables, tmp_path):
 def test_report_plots_auto_draws_when_matplotlib_available(tables, tmp_path):
     pytest.importorskip("matplotlib")
     out = write_report(tmp_path / "r.html", **tables)
-    assert len(out["images"]) == 2 and all(p.exists() for p in out["images"])
+    assert len(out["images"]) == 3 and all(p.exists() for p in out["images"])
 
 
 def test_max_categories_truncation(tables, tmp_path, monkeypatch):
@@ -299,9 +300,235 @@ def test_without_matplotlib(tables, tmp_path, monkeypatch):
     assert "<img" not in text
     assert "Plots omitted: matplotlib is not installed" in text and "skdpsynth[report]" in text
     assert 'id="fidelity"' in text and 'id="privacy"' in text
+    assert 'id="numeric"' in text and "<td>age</td>" in text  # the numeric table needs no matplotlib
 
 
 def test_module_import_does_not_import_matplotlib():
     code = "import sys, skdpsynth.metrics.report; print('matplotlib' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+# --------------------------------------------------------------------------- #
+# numeric_fidelity
+# --------------------------------------------------------------------------- #
+def _numeric_pair():
+    """Original-schema tables with float, integer, nullable, naive and time-zone aware date columns, each with
+    missing values, and columns that are not compared (text, bool, categorical)."""
+    rng = np.random.default_rng(42)
+    n, m = 500, 400
+
+    def with_missing(values, share, missing):
+        values = pd.Series(values)
+        values[rng.random(len(values)) < share] = missing
+        return values
+
+    start = pd.Timestamp("2020-01-01")
+    real = pd.DataFrame({
+        "x": with_missing(rng.normal(0.0, 1.0, n), 0.04, np.nan),
+        "k": rng.binomial(20, 0.5, n),
+        "nullable": with_missing(pd.array(rng.integers(0, 50, n), dtype="Int64"), 0.1, pd.NA),
+        "d": with_missing(start + pd.to_timedelta(rng.integers(0, 10**7, n), unit="s"), 0.05, pd.NaT)
+        .astype("datetime64[us]"),
+        "tz": (start + pd.to_timedelta(rng.integers(0, 10**6, n), unit="s")).tz_localize("Europe/Oslo"),
+        "text": rng.choice(["a", "b"], n),
+        "flag": rng.random(n) < 0.5,
+        "cat": pd.Categorical(rng.integers(0, 3, n)),
+    })
+    synthetic = pd.DataFrame({
+        "x": with_missing(rng.normal(0.2, 1.1, m), 0.1, np.nan),
+        "k": rng.binomial(20, 0.55, m),
+        "nullable": with_missing(rng.integers(0, 60, m).astype(float), 0.02, np.nan),
+        "d": with_missing(start + pd.to_timedelta(rng.integers(0, 12 * 10**6, m), unit="s"), 0.01, pd.NaT),
+        "tz": (start + pd.to_timedelta(rng.integers(0, 10**6, m), unit="s")).tz_localize("America/Lima"),
+        "text": rng.choice(["a", "b"], m),
+        "flag": rng.random(m) < 0.5,
+        "cat": pd.Categorical(rng.integers(0, 3, m)),
+    })
+    return real, synthetic
+
+
+def _as_numbers(column: pd.Series) -> np.ndarray:
+    """Independent of the module: dates as int64 UTC nanoseconds, numbers as float64; missing dropped."""
+    column = column.dropna()
+    if isinstance(column.dtype, pd.DatetimeTZDtype):
+        column = column.dt.tz_convert(None)
+    if pd.api.types.is_datetime64_any_dtype(column.dtype):
+        return column.astype("datetime64[ns]").astype("int64").to_numpy()
+    return column.astype("float64").to_numpy()
+
+
+def test_numeric_fidelity_matches_scipy_and_pandas():
+    ks_2samp = pytest.importorskip("scipy.stats").ks_2samp
+    real, synthetic = _numeric_pair()
+    stats = report_module.numeric_fidelity(real, synthetic)
+    # text, bool and categorical columns are not compared; the rest in the order of `real`
+    assert list(stats.index) == ["x", "k", "nullable", "d", "tz"] and stats.index.name == "column"
+    assert list(stats.columns) == ["ks", "iqr_real", "iqr_synthetic", "iqr_ratio", "min_synthetic",
+                                   "max_synthetic", "nan_real", "nan_synthetic"]
+    for name in stats.index:
+        x, y = _as_numbers(real[name]), _as_numbers(synthetic[name])
+        # The same ratios of counts (searchsorted / n) at the same pooled points as scipy: equal, not close.
+        assert stats.loc[name, "ks"] == ks_2samp(x, y).statistic, name
+        assert 0 < stats.loc[name, "ks"] < 1
+        for side, values in (("real", x), ("synthetic", y)):
+            q1, q3 = np.quantile(values, [0.25, 0.75])
+            assert stats.loc[name, f"iqr_{side}"] == pytest.approx(q3 - q1, rel=1e-12), (name, side)
+        assert stats.loc[name, "iqr_ratio"] == pytest.approx(
+            stats.loc[name, "iqr_synthetic"] / stats.loc[name, "iqr_real"], rel=1e-15)
+        assert stats.loc[name, "nan_real"] == real[name].isna().sum() / len(real)
+        assert stats.loc[name, "nan_synthetic"] == synthetic[name].isna().sum() / len(synthetic)
+        # the synthetic range exactly, in the column's own type
+        assert stats.loc[name, "min_synthetic"] == synthetic[name].min()
+        assert stats.loc[name, "max_synthetic"] == synthetic[name].max()
+    assert stats.loc["nullable", "nan_real"] > 0 and stats.loc["d", "nan_real"] > 0  # missing values were drawn
+    assert isinstance(stats.loc["d", "max_synthetic"], pd.Timestamp)
+    assert str(stats.loc["tz", "min_synthetic"].tz) == "America/Lima"
+    assert type(stats.loc["k", "max_synthetic"]) is int
+
+
+def test_numeric_fidelity_is_exact_for_large_integers():
+    # 2**62 and 2**62 + 1 are one float64: compared as floats the two columns would look identical (KS 0).
+    big = 2**62
+    real = pd.DataFrame({"id": np.array([big, big + 1], dtype=np.int64)})
+    synthetic = pd.DataFrame({"id": np.array([big + 1, big + 1], dtype=np.int64)})
+    stats = report_module.numeric_fidelity(real, synthetic)
+    assert stats.loc["id", "ks"] == 0.5  # F_real(2**62) = 1/2, F_synthetic(2**62) = 0
+    assert stats.loc["id", "max_synthetic"] == big + 1 and type(stats.loc["id", "max_synthetic"]) is int
+
+
+def test_numeric_fidelity_column_choice_and_degenerate_columns():
+    real = pd.DataFrame({
+        "empty": [np.nan, np.nan, np.nan, np.nan],
+        "constant": [5.0, 5.0, 5.0, 5.0],
+        "numeric_here_text_there": [1, 2, 3, 4],
+        "date_here_number_there": pd.to_datetime(["2020-01-01"] * 4),
+        "nullable_bool": pd.array([True, False, None, True], dtype="boolean"),
+        "only_real": [1, 2, 3, 4],
+    })
+    synthetic = pd.DataFrame({
+        "constant": [4.0, 5.0, 6.0, 7.0],
+        "empty": [1.0, 2.0, 3.0, np.nan],
+        "numeric_here_text_there": ["1", "2", "3", "4"],
+        "date_here_number_there": [1, 2, 3, 4],
+        "nullable_bool": pd.array([True, True, False, False], dtype="boolean"),
+    })
+    stats = report_module.numeric_fidelity(real, synthetic)
+    assert list(stats.index) == ["empty", "constant"]
+    assert np.isnan(stats.loc["empty", "ks"]) and np.isnan(stats.loc["empty", "iqr_real"])
+    assert stats.loc["empty", "nan_real"] == 1.0 and stats.loc["empty", "nan_synthetic"] == 0.25
+    # quartiles 4.75 and 6.25 against a real IQR of 0
+    assert stats.loc["constant", "iqr_synthetic"] == 1.5 and stats.loc["constant", "iqr_ratio"] == np.inf
+    assert stats.loc["constant", "ks"] == 0.5  # largest at 5: F_real = 1, F_synthetic = 2/4 (at 4: 0 and 1/4)
+    none = report_module.numeric_fidelity(real[["only_real"]].astype(str), synthetic[["constant"]])
+    assert none.empty and list(none.columns) == list(stats.columns)
+    no_rows = report_module.numeric_fidelity(real[["constant"]], synthetic[["constant"]].iloc[:0])
+    assert np.isnan(no_rows.loc["constant", "ks"]) and np.isnan(no_rows.loc["constant", "nan_synthetic"])
+    assert np.isnan(no_rows.loc["constant", "max_synthetic"])
+    with pytest.raises(TypeError, match="synthetic must be a pandas DataFrame"):
+        report_module.numeric_fidelity(real, synthetic.to_numpy())
+
+
+def test_numeric_fidelity_is_exported_and_documented():
+    import skdpsynth.metrics as metrics
+
+    assert "numeric_fidelity" in metrics.__all__ and metrics.numeric_fidelity is report_module.numeric_fidelity
+
+
+# --------------------------------------------------------------------------- #
+# the Numeric columns section
+# --------------------------------------------------------------------------- #
+def test_shown_levels_keep_ten_records_on_each_side():
+    levels = report_module._LEVELS
+    assert levels.size == 99 and levels[0] == 0.01 and levels[-1] == 0.99
+    shown = report_module._shown_levels
+    # h = p (n - 1): n = 21 allows h = 10 only (order statistic 10 of 0..20: ten records on each side)
+    assert list(levels[shown(21, levels)]) == [0.5]
+    assert not shown(20, levels).any()
+    # n = 1001: h = 10 at 1% and 990 at 99%, all levels; n = 1000 loses 1% and 99% (h = 9.99 and 989.01)
+    assert shown(1001, levels).all() and shown(1000, levels).sum() == 97
+
+
+def test_report_numeric_section_tables_only(tables, tmp_path):
+    out = write_report(tmp_path / "n.html", **tables, plots=False)
+    text = out["html"].read_text(encoding="utf-8")
+    _assert_well_formed(text)
+    pd.testing.assert_frame_equal(out["numeric"], report_module.numeric_fidelity(tables["real"],
+                                                                                 tables["synthetic"]))
+    assert list(out["numeric"].index) == ["age"]
+    stats = out["numeric"].loc["age"]
+    section = text[text.index('<section id="numeric">'):]
+    section = section[:section.index("</section>")]
+    row = (f"<td>age</td><td class=\"num\">{stats['ks']:.4g}</td><td class=\"num\">{stats['iqr_real']:.4g}</td>"
+           f"<td class=\"num\">{stats['iqr_synthetic']:.4g}</td><td class=\"num\">{stats['min_synthetic']:,}</td>"
+           f"<td class=\"num\">{stats['max_synthetic']:,}</td><td class=\"num\">0.0%</td>"
+           "<td class=\"num\">0.0%</td>")
+    assert row in section
+    assert "<td>color</td>" not in section and "<img" not in section
+    # the sections' order: distributions (absent without plots), numeric columns, associations
+    assert text.index('id="fidelity"') < text.index('id="numeric"') < text.index('id="associations"')
+    # no numeric column (the codes as original tables): no section
+    codes = {**tables, "real": tables["real_codes"], "synthetic": tables["synthetic_codes"]}
+    out = write_report(tmp_path / "c.html", **codes, plots=False)
+    assert out["numeric"].empty and 'id="numeric"' not in out["html"].read_text(encoding="utf-8")
+
+
+def _plotted(monkeypatch) -> dict:
+    """Spy on the saved figures: {file name: [(x data, y data) of every line of every axes]}."""
+    seen = {}
+    original = report_module._save
+
+    def spy(fig, path):
+        seen[path.name] = [(np.asarray(line.get_xdata()), np.asarray(line.get_ydata()))
+                           for ax in fig.axes for line in ax.get_lines()]
+        return original(fig, path)
+
+    monkeypatch.setattr(report_module, "_save", spy)
+    return seen
+
+
+def test_report_never_shows_an_extreme_real_value(tables, tmp_path, monkeypatch):
+    """Issue 42, acceptance 4: a one-off extreme number (and date) of the real data appears in no figure and no
+    text of the report; each real quantile drawn has ten other real records at or below and at or above it."""
+    pytest.importorskip("matplotlib")
+    seen = _plotted(monkeypatch)
+    real, synthetic = tables["real"].copy(), tables["synthetic"].copy()
+    real.loc[17, "age"], real.loc[18, "age"] = 987654321, -55555
+    n = len(real)
+    real["when"] = pd.Timestamp("2021-03-01") + pd.to_timedelta(np.arange(n) % 97, unit="D")
+    synthetic["when"] = pd.Timestamp("2021-03-01") + pd.to_timedelta(np.arange(n) % 89, unit="D")
+    real.loc[5, "when"] = pd.Timestamp("1901-07-04")
+    out = write_report(tmp_path / "x.html", **{**tables, "real": real, "synthetic": synthetic}, plots=True)
+    text = out["html"].read_text(encoding="utf-8")
+    for value in ("987654321", "987,654,321", "9.877e+08", "55555", "55,555", "1901"):
+        assert value not in text
+    lines = seen["numeric.png"]
+    # per column: the real CDF (x = real quantiles), the synthetic CDF, y = x, the QQ points (x = real quantiles)
+    assert len(lines) == 8
+    for (cdf_x, _), (_, _), (_, _), (qq_x, _), column in ((lines[0], lines[1], lines[2], lines[3], "age"),
+                                                          (lines[4], lines[5], lines[6], lines[7], "when")):
+        ordered = np.sort(_as_numbers(real[column]))
+        shown = qq_x.astype("datetime64[ns]").astype(np.int64) if column == "when" else qq_x.astype(float)
+        # n = 300: h = 299 p must lie in [10, 289]: the levels 4%, ..., 96%
+        assert np.array_equal(cdf_x, qq_x) and shown.size == 93
+        assert ordered[10] <= shown.min() and shown.max() <= ordered[n - 11]
+    for values in (data for line in lines for data in line):
+        if np.issubdtype(values.dtype, np.datetime64):
+            assert (values > np.datetime64("2000-01-01")).all()
+        else:
+            assert not np.isin(values.astype(float), [987654321.0, -55555.0]).any()
+
+
+def test_report_hides_real_quantiles_of_few_records(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    seen = _plotted(monkeypatch)
+    real = pd.DataFrame({"v": np.arange(30.0), "c": ["a", "b"] * 15})
+    synthetic = pd.DataFrame({"v": np.arange(30.0) + 0.5, "c": ["a", "b"] * 15})
+    codes = {"real_codes": real[["c"]].astype("category"), "synthetic_codes": synthetic[["c"]].astype("category")}
+    out = write_report(tmp_path / "f.html", real=real, synthetic=synthetic, **codes, ledger=PrivacyLedger(),
+                       plots=True)
+    text = out["html"].read_text(encoding="utf-8")
+    # n = 30: h = p * 29 lies in [10, 19] for p in 35%..65%; the quartiles (h = 7.25, 21.75) are not shown
+    qq_x = seen["numeric.png"][3][0]
+    assert list(qq_x) == list(np.quantile(real["v"], np.arange(35, 66) / 100))
+    assert "<td>v</td><td class=\"num\">" in text and "<td class=\"num\">—</td><td class=\"num\">14.5</td>" in text

@@ -6,7 +6,7 @@ differentially private themselves.
 from __future__ import annotations
 
 from .fidelity import kl_divergence, marginal_tvd
-from .report import cramers_v, write_report
+from .report import cramers_v, numeric_fidelity, write_report
 from .scorers import marginal_scorer, tstr_scorer
 from .utility import MisclassificationErrors, misclassification_variance, tstr_score
 
@@ -17,6 +17,7 @@ __all__ = [
     "marginal_scorer",
     "marginal_tvd",
     "misclassification_variance",
+    "numeric_fidelity",
     "tstr_score",
     "tstr_scorer",
     "write_report",

@@ -2,13 +2,21 @@
 
 The report states the privacy guarantee recorded in a
 :class:`~skdpsynth.privacy.PrivacyLedger`, the marginal fidelity (average
-k-way TVD), optional train-on-synthetic utility scores and, when matplotlib is
-installed (``pip install skdpsynth[report]``), per-column distribution plots
-and a heat map of the change in pairwise associations (Cramér's V).
+k-way TVD), optional train-on-synthetic utility scores, per numeric or date
+column the Kolmogorov–Smirnov distance, inter-quartile ranges and synthetic
+range (:func:`numeric_fidelity`) and, when matplotlib is installed
+(``pip install skdpsynth[report]``), per-column distribution plots, quantile
+plots of the numeric columns and a heat map of the change in pairwise
+associations (Cramér's V).
 
 Like the other metrics it reads the real data in the clear: the report itself
 is **not** differentially private and must not be published alongside the
-synthetic data unless the real data may be.
+synthetic data unless the real data may be. It shows the real data through
+the fitted discretization (bins and categories released with DP or given as
+public metadata), through aggregates (TVD, Cramér's V, the KS distance, the
+share of missing values) and through quantiles that at least ten other
+records bound on each side: never a value that only the few most extreme real
+records hold (doc/evaluation.md, "The fidelity report").
 
 matplotlib is optional and only imported inside the plotting functions.
 """
@@ -18,7 +26,7 @@ import base64
 import html
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +36,7 @@ import pandas as pd
 if TYPE_CHECKING:  # pragma: no cover
     from ..privacy import PrivacyLedger
 
-__all__ = ["write_report", "cramers_v"]
+__all__ = ["write_report", "cramers_v", "numeric_fidelity"]
 
 _INSTALL_HINT = "pip install skdpsynth[report]"
 _DPI = 100
@@ -113,6 +121,191 @@ def cramers_v(codes: pd.DataFrame) -> pd.DataFrame:
         for j in range(i + 1, m):
             out[i, j] = out[j, i] = _pair_v(a, ka, *encoded[j])
     return pd.DataFrame(out, index=codes.columns, columns=codes.columns)
+
+
+# --------------------------------------------------------------------------- #
+# Numeric and date columns
+# --------------------------------------------------------------------------- #
+_NUMERIC_COLUMNS = ["ks", "iqr_real", "iqr_synthetic", "iqr_ratio", "min_synthetic", "max_synthetic",
+                    "nan_real", "nan_synthetic"]
+# The quantile plots' probability levels: the percentiles 1 % to 99 %.
+_LEVELS = np.arange(1, 100) / 100.0
+# A real quantile is drawn (and a real quartile shown) only if at least this many other real records lie at or
+# below it and at or above it, so that the report never shows a value only the few most extreme records hold: a
+# one-off extreme number stays out of it, as a one-off category does (doc/evaluation.md, "The fidelity report").
+_TAIL_RECORDS = 10
+
+
+def _numeric_kind(dtype: Any) -> str | None:
+    """``"datetime"``, ``"number"`` (integer or float, not bool) or None for a column dtype."""
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return "datetime"
+    if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype):
+        return None
+    if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_complex_dtype(dtype):
+        return None
+    return "number"
+
+
+def _numeric_columns(real: pd.DataFrame, synthetic: pd.DataFrame) -> list[tuple[Any, str]]:
+    """``(name, kind)`` of the columns of ``real`` that are numbers in both tables, or dates in both."""
+    out = []
+    for name in real.columns:
+        if name not in synthetic.columns:
+            continue
+        kind = _numeric_kind(real[name].dtype)
+        if kind is not None and kind == _numeric_kind(synthetic[name].dtype):
+            out.append((name, kind))
+    return out
+
+
+def _exact_integers(*columns: pd.Series) -> bool:
+    """Whether every column holds integers that int64 represents exactly (uint64 may not)."""
+    return all(pd.api.types.is_integer_dtype(c.dtype)
+               and not (pd.api.types.is_unsigned_integer_dtype(c.dtype) and c.dtype.itemsize >= 8)
+               for c in columns)
+
+
+def _sorted_values(column: pd.Series, kind: str, integers: bool) -> np.ndarray:
+    """The column's non-missing values, sorted: int64 nanoseconds (UTC for time-zone aware dates) for dates,
+    int64 for integer columns compared with integer columns, float64 otherwise."""
+    values = column.dropna()
+    if kind == "datetime":
+        if getattr(values.dt, "tz", None) is not None:
+            values = values.dt.tz_convert("UTC").dt.tz_localize(None)
+        out = values.to_numpy(dtype="datetime64[ns]").view(np.int64)
+    else:
+        out = values.to_numpy(dtype=np.int64 if integers else np.float64)
+    return np.sort(out, kind="stable")
+
+
+def _ks_distance(x: np.ndarray, y: np.ndarray) -> float:
+    """Two-sample Kolmogorov–Smirnov statistic ``max |F_x - F_y|`` of two sorted samples, correctly rounded.
+
+    Both empirical CDFs are right-continuous steps that jump at sample points only, so the supremum is reached
+    at one of them: evaluating both at every point of the pooled sample is exact (as ``scipy.stats.ks_2samp``
+    does). The gap ``|a/n - b/m|`` is the integer ``|a m - b n|`` over ``n m``, divided once: the nearest float
+    to the exact rational (the value of scipy's exact mode), where subtracting two rounded ratios may be off by
+    an ulp.
+    """
+    n, m = x.size, y.size
+    if n == 0 or m == 0:
+        return math.nan
+    pooled = np.concatenate([x, y])
+    below_x = np.searchsorted(x, pooled, side="right")
+    below_y = np.searchsorted(y, pooled, side="right")
+    if n * m >= 2**62:  # a m - b n could overflow int64: a ratio within an ulp or two instead
+        return float(np.max(np.abs(below_x / n - below_y / m)))
+    gap = int(np.max(np.abs(below_x * m - below_y * n)))
+    return gap / (n * m)  # Python's int / int is correctly rounded
+
+
+def _iqr(x: np.ndarray) -> float:
+    """Inter-quartile range with linear interpolation between order statistics (numpy's and pandas' default)."""
+    if x.size == 0:
+        return math.nan
+    q1, q3 = np.quantile(x.astype(np.float64), [0.25, 0.75])
+    return float(q3 - q1)
+
+
+def _scalar(value: Any) -> Any:
+    """A numpy scalar as the Python number it holds (exact for int64 and float64); anything else as given."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _missing_share(column: pd.Series) -> float:
+    return float(column.isna().mean()) if len(column) else math.nan
+
+
+def numeric_fidelity(real: pd.DataFrame, synthetic: pd.DataFrame) -> pd.DataFrame:
+    """Per numeric or date column: Kolmogorov–Smirnov distance, inter-quartile ranges, synthetic range, missing.
+
+    The columns compared are those of ``real`` that are numbers (integer or
+    float, nullable ones included, booleans excluded) in both tables, or
+    dates (``datetime64``, time-zone aware or not) in both. Missing values
+    are dropped before the comparison and counted apart. Dates are compared
+    as int64 nanoseconds since the epoch (in UTC when time-zone aware).
+
+    The Kolmogorov–Smirnov distance is the two-sample statistic
+    ``sup_x |F_real(x) - F_synthetic(x)|`` of the empirical CDFs (the
+    statistic of ``scipy.stats.ks_2samp``): 0 for identical distributions, 1
+    for disjoint ranges. The inter-quartile range is ``Q(0.75) - Q(0.25)``
+    with linear interpolation between order statistics (numpy's and pandas'
+    default).
+
+    Like the other metrics this reads the real data in the clear: it is an
+    evaluation tool, not differentially private.
+
+    Parameters
+    ----------
+    real, synthetic : pandas.DataFrame
+        The two tables in their original schema (not discretized).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per compared column (in the order of ``real``, index named
+        ``column``; no rows when none is numeric in both), with the columns
+
+        - ``ks``: the Kolmogorov–Smirnov distance (NaN if a side has no value);
+        - ``iqr_real``, ``iqr_synthetic``: the inter-quartile ranges (floats;
+          nanoseconds for dates);
+        - ``iqr_ratio``: ``iqr_synthetic / iqr_real`` (``inf`` or NaN when the
+          real one is 0);
+        - ``min_synthetic``, ``max_synthetic``: the smallest and largest
+          synthetic values, exactly, in the column's own type (``Timestamp``
+          for dates);
+        - ``nan_real``, ``nan_synthetic``: the share of missing values of each
+          table.
+
+    Raises
+    ------
+    TypeError
+        If ``real`` or ``synthetic`` is not a pandas DataFrame.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from skdpsynth.metrics import numeric_fidelity
+    >>> real = pd.DataFrame({"age": [20, 30, 40, 50, 60], "name": list("abcde")})
+    >>> synthetic = pd.DataFrame({"age": [20.0, 30.0, 45.0, 70.0, np.nan], "name": list("abcde")})
+    >>> stats = numeric_fidelity(real, synthetic)
+    >>> stats[["ks", "iqr_real", "iqr_synthetic", "iqr_ratio", "nan_synthetic"]]  # doctest: +NORMALIZE_WHITESPACE
+              ks  iqr_real  iqr_synthetic  iqr_ratio  nan_synthetic
+    column
+    age     0.25      20.0          23.75     1.1875            0.2
+
+    The largest gap of the two CDFs is at 60: 5/5 real values against 3/4
+    synthetic ones (the missing one is dropped), hence 0.25; the synthetic
+    quartiles are 27.5 and 51.25.
+
+    >>> stats.loc["age", "max_synthetic"]
+    70.0
+    """
+    for name, frame in (("real", real), ("synthetic", synthetic)):
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}.")
+    names: list[Any] = []
+    values: dict[str, list] = {col: [] for col in _NUMERIC_COLUMNS}
+    for name, kind in _numeric_columns(real, synthetic):
+        r, s = real[name], synthetic[name]
+        integers = _exact_integers(r, s)
+        x, y = _sorted_values(r, kind, integers), _sorted_values(s, kind, integers)
+        iqr_real, iqr_synthetic = _iqr(x), _iqr(y)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = float(np.float64(iqr_synthetic) / np.float64(iqr_real))
+        present = s.dropna()
+        low, high = (present.min(), present.max()) if len(present) else (math.nan, math.nan)
+        row = [_ks_distance(x, y), iqr_real, iqr_synthetic, ratio, _scalar(low), _scalar(high),
+               _missing_share(r), _missing_share(s)]
+        for col, value in zip(_NUMERIC_COLUMNS, row):
+            values[col].append(value)
+        names.append(name)
+    exact = {"min_synthetic", "max_synthetic"}  # each column's own type, not a common float
+    return pd.DataFrame({col: np.array(v, dtype=object if col in exact else np.float64)
+                         for col, v in values.items()},
+                        index=pd.Index(names, name="column", dtype=object))
 
 
 # --------------------------------------------------------------------------- #
@@ -366,6 +559,81 @@ def _plot_associations(Figure, v_real: pd.DataFrame, v_synth: pd.DataFrame, path
     return _save(fig, path)
 
 
+def _shown_levels(n: int, levels: np.ndarray) -> np.ndarray:
+    """Which ``levels`` of a sample of ``n`` values have a quantile that may be shown.
+
+    numpy's linear quantile at level ``p`` lies between the order statistics
+    ``floor(h)`` and ``ceil(h)`` (0-based, ``h = p (n - 1)``); it is shown if
+    both have at least ``_TAIL_RECORDS`` other records before and after them.
+    """
+    h = levels * (n - 1)
+    return (np.floor(h) >= _TAIL_RECORDS) & (np.ceil(h) <= n - 1 - _TAIL_RECORDS)
+
+
+_Panel = tuple[Any, str, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _quantile_panels(real: pd.DataFrame, synthetic: pd.DataFrame) -> list[_Panel]:
+    """Per numeric or date column: ``(name, kind, levels, real quantiles, synthetic quantiles)``, at the levels
+    of ``_LEVELS`` that :func:`_shown_levels` allows (int64 nanoseconds rounded to datetime64 for dates)."""
+    panels = []
+    for name, kind in _numeric_columns(real, synthetic):
+        integers = _exact_integers(real[name], synthetic[name])
+        x = _sorted_values(real[name], kind, integers)
+        y = _sorted_values(synthetic[name], kind, integers)
+        levels = _LEVELS[_shown_levels(x.size, _LEVELS)] if y.size else _LEVELS[:0]
+        qx = np.quantile(x.astype(np.float64), levels) if levels.size else np.empty(0)
+        qy = np.quantile(y.astype(np.float64), levels) if levels.size else np.empty(0)
+        if kind == "datetime":
+            qx, qy = (np.round(q).astype(np.int64).view("datetime64[ns]") for q in (qx, qy))
+        panels.append((name, kind, levels, qx, qy))
+    return panels
+
+
+def _plot_quantiles(Figure, panels: Sequence[_Panel], ks: pd.Series,
+                    path: Path) -> bytes:
+    """Two plots per column, two columns a row: the real and synthetic distribution functions through their
+    quantiles (level against quantile), and the quantile-quantile plot (synthetic quantile against real one,
+    with the line y = x on which they agree)."""
+    pairs = min(2, len(panels))
+    nrows = -(-len(panels) // pairs)
+    fig = Figure(figsize=(7.2 * pairs, 3.4 * nrows + 0.4), layout="constrained")
+    axes = fig.subplots(nrows, 2 * pairs, squeeze=False).reshape(-1, 2)
+    for (cdf, qq), (name, kind, levels, qx, qy) in zip(axes, panels):
+        cdf.set_title(f"{_plain(_short(name, 40))}  ·  KS {ks[name]:.3f}", fontsize=10, loc="left")
+        if qx.size == 0:
+            for ax in (cdf, qq):
+                ax.text(0.5, 0.5, "too few records\nto draw quantiles", ha="center", va="center",
+                        transform=ax.transAxes, fontsize=9, color="#555")
+                ax.set_xticks([])
+                ax.set_yticks([])
+            continue
+        cdf.plot(qx, levels, color=_REAL_COLOR, label="real")
+        cdf.plot(qy, levels, color=_SYNTH_COLOR, label="synthetic")
+        cdf.set_xlabel("value", fontsize=9)
+        cdf.set_ylabel("share of records at or below", fontsize=9)
+        low, high = min(qx[0], qy[0]), max(qx[-1], qy[-1])
+        qq.plot([low, high], [low, high], color="#888", linewidth=1, linestyle="--", label="y = x")
+        qq.plot(qx, qy, "o", markersize=3, color=_SYNTH_COLOR)
+        qq.set_xlabel("real quantile", fontsize=9)
+        qq.set_ylabel("synthetic quantile", fontsize=9)
+        for ax in (cdf, qq):
+            ax.tick_params(labelsize=8)
+            if kind == "datetime":
+                ax.tick_params(axis="x", labelrotation=30)
+            ax.grid(alpha=0.3)
+            ax.set_axisbelow(True)
+    for ax in axes[len(panels):].ravel():
+        ax.set_visible(False)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if handles:
+        try:
+            fig.legend(handles, labels, loc="outside upper center", ncols=2, fontsize=10, frameon=False)
+        except (ValueError, TypeError):  # matplotlib < 3.7: no "outside" locations
+            axes[0, 0].legend(fontsize=8)
+    return _save(fig, path)
+
+
 # --------------------------------------------------------------------------- #
 # HTML sections
 # --------------------------------------------------------------------------- #
@@ -509,21 +777,29 @@ def write_report(
     guarantee stated by ``ledger``, a summary by party and mechanism and the
     full ledger), **Fidelity** (average k-way TVD), **Utility** (train on
     synthetic, test on real; only with ``tstr``), **Distributions**
-    (per-column bar charts) and **Associations** (Cramér's V heat maps and the
-    five largest changes). Plots are PNG files in the folder
+    (per-column bar charts), **Numeric columns** (for the numeric and date
+    columns of ``real`` and ``synthetic``: distribution functions and
+    quantile-quantile plots at the levels 1%, ..., 99%, and the table of
+    :func:`numeric_fidelity`) and **Associations** (Cramér's V heat maps and
+    the five largest changes). Plots are PNG files in the folder
     ``<stem>_files/`` next to the HTML and are also embedded as data URIs, so
     the HTML file alone is complete.
 
     The report reads the real data in the clear: it is an evaluation tool and
-    is not differentially private.
+    is not differentially private. It shows no value that only the most
+    extreme real records hold: a real quantile is drawn, and a real
+    inter-quartile range shown, only when at least 10 other real records lie
+    at or below it and 10 at or above it (the real minimum and maximum never
+    appear).
 
     Parameters
     ----------
     path : str or Path
         The HTML file to write (parent folders are created).
     real, synthetic : pandas.DataFrame
-        The tables in their original schema; only used for the header (row
-        counts, column names and dtypes).
+        The tables in their original schema: the header (row counts, column
+        names and dtypes) and the Numeric columns section (the columns that
+        are numbers in both, or dates in both) are read from these.
     real_codes, synthetic_codes : pandas.DataFrame
         The same tables discretized (e.g. by a fitted
         :class:`~skdpsynth.preprocessing.TableDiscretizer`): the same columns,
@@ -563,7 +839,9 @@ def write_report(
     -------
     dict
         ``{"html": Path, "images": [Path, ...], "tvd": dict,
-        "cramers_v_real": DataFrame, "cramers_v_synthetic": DataFrame}``.
+        "numeric": DataFrame, "cramers_v_real": DataFrame,
+        "cramers_v_synthetic": DataFrame}``; ``"numeric"`` is
+        :func:`numeric_fidelity` of ``real`` and ``synthetic``.
 
     Raises
     ------
@@ -604,12 +882,15 @@ def write_report(
     figure_cls, plot_note = _figure_class(plots)
     tvd = _average_tvds(tvd, real_codes, synthetic_codes)
     v_real, v_synth = cramers_v(real_codes), cramers_v(synthetic_codes)
+    numeric = numeric_fidelity(real, synthetic)
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    images: list[Path] = []
+    files: dict[str, Path] = {}
     blobs: dict[str, bytes] = {}
-    if figure_cls is not None and real_codes.shape[1]:
-        images, blobs = _draw_plots(figure_cls, path, real_codes, synthetic_codes, v_real, v_synth, max_categories)
+    if figure_cls is not None:
+        files, blobs = _draw_plots(figure_cls, path, _drawings(figure_cls, real, synthetic, real_codes,
+                                                               synthetic_codes, v_real, v_synth, numeric,
+                                                               max_categories))
 
     parts = _header(title, real, synthetic, real_codes, ledger, seconds, plot_note)
     parts.append(_privacy_section(ledger, delta, notes))
@@ -621,16 +902,19 @@ def write_report(
             "<section id=\"distributions\"><h2>Distributions</h2>"
             "<p>Proportion of each category (bin) per column, real vs synthetic, with the column's "
             "1-way TVD.</p>" + _img(blobs["columns.png"], "Per-column distributions, real vs synthetic",
-                                    images[0]) + "</section>"
+                                    files["columns.png"]) + "</section>"
         )
-    parts.extend(_associations_section(v_real, v_synth, blobs, images))
+    if len(numeric):
+        parts.extend(_numeric_section(numeric, real, blobs, files))
+    parts.extend(_associations_section(v_real, v_synth, blobs, files))
     parts.append("<footer><p class=\"meta\">Generated by skdpsynth. This report reads the real data and is "
                  "not differentially private.</p></footer></body></html>")
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return {
         "html": path,
-        "images": images,
+        "images": list(files.values()),
         "tvd": tvd,
+        "numeric": numeric,
         "cramers_v_real": v_real,
         "cramers_v_synthetic": v_synth,
     }
@@ -663,22 +947,35 @@ def _average_tvds(tvd: Mapping[Any, float] | None, real_codes: pd.DataFrame,
     return dict(tvd)
 
 
-def _draw_plots(figure_cls, path: Path, real_codes: pd.DataFrame, synthetic_codes: pd.DataFrame,
-                v_real: pd.DataFrame, v_synth: pd.DataFrame,
-                max_categories: int) -> tuple[list[Path], dict[str, bytes]]:
-    """The plots, saved in ``<stem>_files/`` next to the report: their files and their PNG bytes by name."""
-    images: list[Path] = []
+def _drawings(figure_cls, real: pd.DataFrame, synthetic: pd.DataFrame, real_codes: pd.DataFrame,
+              synthetic_codes: pd.DataFrame, v_real: pd.DataFrame, v_synth: pd.DataFrame, numeric: pd.DataFrame,
+              max_categories: int) -> list[tuple[str, Callable[[Path], bytes]]]:
+    """The plots of the page, in page order: ``(file name, function drawing it to a path)``."""
+    drawings: list[tuple[str, Callable[[Path], bytes]]] = []
+    if real_codes.shape[1]:
+        drawings.append(("columns.png", lambda p: _plot_columns(figure_cls, real_codes, synthetic_codes,
+                                                                max_categories, p)))
+    panels = _quantile_panels(real, synthetic)
+    if panels:
+        drawings.append(("numeric.png", lambda p: _plot_quantiles(figure_cls, panels, numeric["ks"], p)))
+    if real_codes.shape[1]:
+        drawings.append(("associations.png", lambda p: _plot_associations(figure_cls, v_real, v_synth, p)))
+    return drawings
+
+
+def _draw_plots(figure_cls, path: Path,
+                drawings: Sequence[tuple[str, Callable[[Path], bytes]]]) -> tuple[dict[str, Path], dict[str, bytes]]:
+    """Draw ``drawings`` into ``<stem>_files/`` next to the report: their files and their PNG bytes by name."""
+    files: dict[str, Path] = {}
     blobs: dict[str, bytes] = {}
+    if not drawings:
+        return files, blobs
     folder = path.parent / f"{path.stem}_files"
     folder.mkdir(exist_ok=True)
-    for name, draw in (
-        ("columns.png", lambda p: _plot_columns(figure_cls, real_codes, synthetic_codes, max_categories, p)),
-        ("associations.png", lambda p: _plot_associations(figure_cls, v_real, v_synth, p)),
-    ):
-        file = folder / name
-        blobs[name] = draw(file)
-        images.append(file)
-    return images, blobs
+    for name, draw in drawings:
+        files[name] = folder / name
+        blobs[name] = draw(files[name])
+    return files, blobs
 
 
 def _header(title: str, real: pd.DataFrame, synthetic: pd.DataFrame, real_codes: pd.DataFrame,
@@ -714,8 +1011,55 @@ def _header(title: str, real: pd.DataFrame, synthetic: pd.DataFrame, real_codes:
     return parts
 
 
+def _duration_text(nanoseconds: float) -> str:
+    """A duration for a table cell, to the second from one minute on (nanoseconds are noise to a reader)."""
+    duration = pd.Timedelta(round(nanoseconds), unit="ns")
+    return str(duration.round("s") if abs(duration) >= pd.Timedelta(minutes=1) else duration)
+
+
+def _numeric_cells(stats: pd.Series, real_column: pd.Series) -> list[Any]:
+    """One row of the numeric table: KS, inter-quartile ranges (the real one only when its quartiles may be
+    shown, see :func:`_shown_levels`), synthetic range and missing shares; dates as dates and durations."""
+    iqr_real = stats["iqr_real"]
+    if not _shown_levels(int(real_column.notna().sum()), np.array([0.25, 0.75])).all():
+        iqr_real = "—"
+    cells = [stats["ks"], iqr_real, stats["iqr_synthetic"], stats["min_synthetic"], stats["max_synthetic"]]
+    if _numeric_kind(real_column.dtype) == "datetime":
+        cells[1:3] = [c if isinstance(c, str) or pd.isna(c) else _duration_text(c) for c in cells[1:3]]
+        cells[3:5] = [None if pd.isna(c) else str(c) for c in cells[3:5]]
+    return cells + [f"{stats['nan_real']:.1%}", f"{stats['nan_synthetic']:.1%}"]
+
+
+def _numeric_section(numeric: pd.DataFrame, real: pd.DataFrame, blobs: Mapping[str, bytes],
+                     files: Mapping[str, Path]) -> list[str]:
+    """The Numeric columns section: the quantile-quantile plots (when drawn) and the table of
+    :func:`numeric_fidelity` (one part a line)."""
+    parts = ["<section id=\"numeric\"><h2>Numeric columns</h2>"
+             "<p>The numeric and date columns of the original tables, before discretization, through their "
+             "quantiles at the levels 1%, 2%, …, 99%. Left, the share of records at or below each value (the "
+             "distribution function), real and synthetic; right, the synthetic quantile against the real one: "
+             "the points lie on the dashed line y = x where the two distributions agree, above it where the "
+             "synthetic values are larger. The Kolmogorov–Smirnov (KS) distance is the largest vertical gap "
+             "between the two empirical distribution functions over all values (0 = identical, 1 = disjoint). "
+             "Missing values are left out of it and of the quantiles, and counted apart.</p>"
+             f"<p class=\"meta\">A real quantile is drawn, and the real inter-quartile range shown, only where "
+             f"at least {_TAIL_RECORDS} other real records lie at or below it and {_TAIL_RECORDS} at or above "
+             "it: the report shows no value that only the most extreme real records hold (the real minimum and "
+             "maximum never appear). Minimum and maximum are those of the synthetic data.</p>"]
+    if "numeric.png" in blobs:
+        parts.append(_img(blobs["numeric.png"], "Quantile-quantile plots of the numeric columns, real vs synthetic",
+                          files["numeric.png"]))
+    rows = [[str(name)] + _numeric_cells(numeric.loc[name], real[name]) for name in numeric.index]
+    parts.append(_table(["column", "KS distance", "IQR real", "IQR synthetic", "synthetic min", "synthetic max",
+                         "missing real", "missing synthetic"], rows,
+                        caption="Numeric columns: Kolmogorov–Smirnov distance, inter-quartile range (IQR), "
+                                "range and missing values"))
+    parts.append("</section>")
+    return parts
+
+
 def _associations_section(v_real: pd.DataFrame, v_synth: pd.DataFrame, blobs: Mapping[str, bytes],
-                          images: Sequence[Path]) -> list[str]:
+                          files: Mapping[str, Path]) -> list[str]:
     """The Associations section: the heat maps (when drawn) and the five largest changes of Cramér's V
     (one part a line)."""
     parts = ["<section id=\"associations\"><h2>Associations</h2>"
@@ -723,7 +1067,7 @@ def _associations_section(v_real: pd.DataFrame, v_synth: pd.DataFrame, blobs: Ma
              "tables; 0 = independent, 1 = fully dependent) and its absolute change.</p>"]
     if "associations.png" in blobs:
         parts.append(_img(blobs["associations.png"], "Cramér's V: real, synthetic and absolute difference",
-                          images[1]))
+                          files["associations.png"]))
     m = v_real.shape[0]
     if m >= 2:
         iu, ju = np.triu_indices(m, k=1)
