@@ -15,6 +15,13 @@ them anyway (``--infer-schema``; the result is then stated, on stdout, in the
 report and in the ledger, as NOT differentially private).  ``demo`` runs the
 same chain on the bundled Adult data with its public schema.
 
+The schema's categorical columns are read as written: their fields are
+text, so ``00100`` stays ``00100``, and only an empty field is a missing
+value (``NA``, ``null`` and the like are values, categories when the schema
+lists them); a field spelling one of the schema's number or boolean
+categories (``01`` or ``1.0`` for 1, ``true`` for True) is that category.
+The other columns are read as pandas guesses them.
+
 With ``--seed`` the privacy noise is reproducible from the seed: the command
 and the report say so, and the seed must not be published with the output.
 
@@ -93,9 +100,20 @@ def _parser_reason(exc: Exception) -> str:
     return detail + "; --debug shows the parser's own message"
 
 
-def _read_input(path) -> pd.DataFrame:
+try:  # the texts pandas reads as missing by default ("NA", "null", "", ...)
+    from pandas._libs.parsers import STR_NA_VALUES as _PANDAS_NA_TEXT
+except ImportError:  # pragma: no cover - the list of pandas' read_csv documentation
+    _PANDAS_NA_TEXT = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
+
+
+def _read_input(path, schema: dict | None = None) -> pd.DataFrame:
+    """The input CSV.  The schema's categorical columns are read as written (see :func:`_csv_options`); the other
+    columns as pandas guesses them."""
     try:
-        real = pd.read_csv(path)
+        # pandas renames a repeated name ("age", "age.1"): read the header as written to refuse it.
+        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
+        real = pd.read_csv(path, **_csv_options(header, schema))
     except (OSError, UnicodeDecodeError) as exc:
         raise _unreadable(exc, "input file", path) from exc
     except pd.errors.EmptyDataError as exc:
@@ -105,13 +123,54 @@ def _read_input(path) -> pd.DataFrame:
         raise _UserError(f"input file {str(path)!r} is not a valid CSV file: {_parser_reason(exc)}") from exc
     if len(real) == 0:
         raise _UserError(f"input file {str(path)!r} has a header line but no records")
-    # pandas renames a repeated name ("age", "age.1"): read the header as written to refuse it instead.
-    header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
     repeated = sorted({name for name in header if header.count(name) > 1})
     if repeated:
         raise _UserError(f"input file {str(path)!r}: its header names column {repeated[0]!r} more than once; give "
                          "every column its own name")
+    for c, spec in (schema or {}).items():
+        if spec["type"] == "categorical" and c in real.columns:
+            real[c] = _as_categories(real[c], spec.get("categories"))
     return real
+
+
+def _csv_options(header: list, schema: dict | None) -> dict:
+    """``read_csv`` options: a categorical column of the schema is text, and only its empty field is missing.
+
+    A category is a label, not a number: pandas' guessing would read the codes ``00100`` as the integer 100 (no
+    longer a category: every record ``__other__``) and the category ``NA`` as a missing value.  The other columns
+    keep pandas' guesses, including its missing-value texts."""
+    text = {c for c, spec in (schema or {}).items() if spec["type"] == "categorical" and c in header}
+    if not text:
+        return {}
+    # Per-column missing texts by position: pandas' names may differ from the header's (an unnamed column).
+    na_values = {i: [""] if name in text else sorted(_PANDAS_NA_TEXT) for i, name in enumerate(header)}
+    return {"dtype": {c: str for c in text}, "keep_default_na": False, "na_values": na_values}
+
+
+def _as_categories(text: pd.Series, categories) -> pd.Series:
+    """A categorical column read as text, with the fields that spell one of the schema's number or boolean
+    categories replaced by it (``1``, ``1.0`` and ``01`` spell 1; ``True``, ``true`` and ``TRUE`` spell True, as
+    pandas reads them).  Other fields stay text: the preprocessing then finds them outside the categories."""
+    if categories is None or all(isinstance(v, str) for v in categories):
+        return text
+    spelled, numbers = {}, {}
+    for v in categories:
+        if isinstance(v, str):
+            spelled[v] = v
+        elif isinstance(v, bool):
+            spelled.update({t: v for t in (str(v), str(v).lower(), str(v).upper())})
+        else:
+            numbers[v] = v
+    fields = pd.Series(text.dropna().unique(), dtype=object)
+    mapping = {t: spelled[t] for t in fields if t in spelled}
+    if numbers:
+        rest = fields[~fields.isin(list(mapping))]
+        values = pd.to_numeric(rest, errors="coerce")
+        mapping.update({t: numbers[x] for t, x in zip(rest, values) if not pd.isna(x) and x in numbers})
+    out = text.astype(object)
+    hit = out.isin(list(mapping)).to_numpy()
+    out[hit] = out[hit].map(mapping)
+    return out
 
 
 def _read_schema(path) -> dict:
@@ -352,6 +411,9 @@ def _fit(pipe: SynthesisPipeline, train: pd.DataFrame, source: str | None, metho
     except (ValueError, TypeError) as exc:
         detail = _one_line(exc).removeprefix("fit: ").removeprefix("transform: ")
         if source is not None and _raised_in(exc, "preprocessing"):
+            if "outside its categories" in detail or "not among its categories" in detail:
+                detail += (" (The command reads a categorical column's fields as written: only an empty field is a "
+                           "missing value, and a text such as NA or null is a value like any other.)")
             raise _UserError(f"{source}: {detail}") from exc
         if _raised_in(exc, "synthesizers"):
             raise _UserError(f"--method {method}: {detail}") from exc
@@ -431,8 +493,8 @@ def _check_outputs(*options) -> None:
 
 def _synthesize(args) -> int:
     _check_outputs(("-o", args.output), ("--report", args.report))
-    real = _read_input(args.input)
     schema = _read_schema(args.schema) if args.schema else None
+    real = _read_input(args.input, schema)
     _check_data(real, schema, args)
     source = f"input file {args.input!r}"
     _check_metadata(real, schema, args, source)
