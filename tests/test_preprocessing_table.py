@@ -96,7 +96,7 @@ def test_full_public_schema_is_free_exact_and_round_trips(X):
 
 def test_schema_is_complete_after_fit_and_reusable_for_free(X):
     table = TableDiscretizer({"age": {"type": "numeric", "bounds": [17, 90], "n_bins": 6}}, n_bins=5,
-                             epsilon=1.0, delta=1e-6, random_state=0)
+                             strategy="uniform", epsilon=1.0, delta=1e-6, random_state=0)
     Xt = _fit_quietly(table, X).transform(X)
     schema = table.schema_
     assert list(schema) == list(X.columns)
@@ -207,7 +207,7 @@ def test_partial_schema_budget_split(X, fraction):
     schema = {"age": {"type": "numeric", "bounds": [17, 90]}, "color": COLORS}
     eps, delta = 1.0, 1e-6
     table = TableDiscretizer(schema, epsilon=eps, delta=delta, numeric_epsilon_fraction=fraction,
-                             random_state=0)
+                             strategy="uniform", random_state=0)
     _fit_quietly(table, X)  # no warning
     ledger = table.privacy_ledger_
     pure = [e for e in ledger if e.accounting == "pure"]

@@ -22,6 +22,7 @@ from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
 from ..privacy.metadata import mark_public
 from ..privacy.randomness import child_random_states, gumbel, noise_generator, warn_reproducible_noise
 from ..utils import check_memory, check_random_state
+from . import _adaptive
 from ._input import (
     OutputMixin,
     as_frame,
@@ -44,6 +45,10 @@ _BOUNDS_FAILURE_PROBABILITY = 0.01
 # Peak memory of a fit and its transform, per bin: the DP quantiles (about 420 bytes) and the categorical labels
 # (about 500), measured at 1e5 and 1e6 bins, rounded up.
 _BYTES_PER_BIN = 512
+# Share of an adaptive column's budget for its magnitude histogram (bounds); the cells get the rest. The bounds
+# need most of it: a tail bucket must stand out of the noise, while the cells' large masses (a point mass, the
+# body) stand out at a fraction of it.
+_ADAPTIVE_BOUNDS_FRACTION = 0.75
 # pandas.api.types.infer_dtype kinds of an object column that hold numbers only.
 _NUMERIC_KINDS = ("integer", "floating", "mixed-integer-float", "decimal", "empty")
 
@@ -193,10 +198,13 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
 
     Parameters
     ----------
-    n_bins : int or dict, default=10
+    n_bins : int, "auto" or dict, default=10
         Number of bins k >= 1, for every binned column or as ``{column: k}``
         (then every binned column must be listed, except those with public
-        ``edges``).
+        ``edges``). ``"auto"`` (``strategy="adaptive"`` only): about
+        ``sqrt(n̂) / 4`` bins, between 2 and 32, from the released histogram's
+        total n̂, plus a bin for each value that holds a bin's worth of records
+        on its own (see Notes).
     columns : None or list, default=None
         The columns to bin; ``None`` bins every column. The other columns
         pass through :meth:`transform` and :meth:`inverse_transform`
@@ -205,9 +213,15 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         other columns can follow each other in a
         :class:`~skdpsynth.pipeline.SynthesisPipeline`. The dict forms of
         ``n_bins``, ``bounds`` and ``edges`` may only name these columns.
-    strategy : {"uniform", "quantile"}, default="uniform"
+    strategy : {"uniform", "quantile", "adaptive"}, default="uniform"
         ``"uniform"``: k equal-width bins between the bounds. ``"quantile"``:
         equal-frequency bins whose k - 1 interior edges are DP quantiles.
+        ``"adaptive"``: bins of about equal mass from a DP histogram whose cells
+        follow the data's magnitudes; values many records share (0, 40) get
+        bins of their own and come back exactly, and :meth:`inverse_transform`
+        draws inside a bin by the histogram, so a column keeps its shape (see
+        Notes). The default of :class:`TableDiscretizer` for columns without
+        public bounds.
     bounds : None, (lower, upper) or dict, default=None
         Public bounds, for all binned columns or as ``{column: (lower, upper)}``
         (columns missing from the dict have no public bounds). They must be
@@ -223,9 +237,11 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         quantile edges are the empirical quantiles: this reads the private
         data without DP, and one :class:`~skdpsynth.privacy.PrivacyLeakWarning`
         naming those columns is issued.
-    bounds_epsilon_fraction : float, default=0.5
+    bounds_epsilon_fraction : float or None, default=None
         Share, in (0, 1), of a column's budget spent on its bounds when it
-        needs both bounds and quantiles.
+        needs both bounds and quantiles (or the adaptive histogram). ``None``:
+        0.5 with quantiles, 0.75 with ``"adaptive"`` (a thin tail must stand
+        out of the bounds' noise, while the cells that matter are large).
     output : {"interval", "code"}, default="interval"
         Categories of the output: ``pd.IntervalIndex.from_breaks(edges,
         closed="left")`` (ordered), or the integers 0 .. k - 1 (ordered).
@@ -240,6 +256,11 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         name it). Use them for public knowledge such as "most people have no
         capital gain": ``[0, 1, 5000, 10000, 100000]`` gives an integer column
         a bin holding exactly 0.
+    decimals : None, int or dict, default=None
+        Public precision of the values: :meth:`inverse_transform` rounds them
+        to this many decimals (``{column: d}`` or one d for all), and
+        ``"adaptive"`` cells hold multiples of ``10**-d``. Integer columns are
+        whole numbers without it.
 
     Attributes
     ----------
@@ -260,6 +281,14 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
     n_features_in_ : int
     dtypes_ : dict
         Binned column -> original dtype (restored by :meth:`inverse_transform`).
+    lattice_steps_ : dict
+        Binned column -> the spacing of its possible values (1 for integer
+        columns, ``10**-decimals``) or None (continuous).
+    cell_edges_, cell_weights_, bin_cells_ : dict
+        ``"adaptive"`` columns only: the histogram's cell edges, the cells'
+        weights (post-processed noisy counts) and, per bin, the index of its
+        first cell (and the end): bin i is cells ``bin_cells_[c][i]`` to
+        ``bin_cells_[c][i + 1] - 1``.
 
     Notes
     -----
@@ -289,6 +318,31 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
     same ε. The edges are then sorted (post-processing); tied edges (probability
     zero for DP edges; possible for non-private quantiles of discrete data)
     are kept and separated by the smallest float step, giving empty bins.
+
+    **Adaptive bins** (``strategy="adaptive"``). (1) Without public bounds,
+    the magnitude histogram above, with ``bounds_epsilon_fraction`` of the
+    column's ε, gives the bounds; the range also grows from its passing
+    buckets to the farthest of the next 16 possible buckets whose noisy count
+    exceeds ``ln(16 / 0.02) / ε`` (about 6.7/ε; a union bound over those 16
+    at 1%), so a thin tail past a gap (capital gains past the zeros) is kept.
+    (2) Each bucket whose noisy count exceeds ``ln(50) / ε`` is cut into 32
+    equal cells, snapped to the column's lattice (whole numbers for integer
+    columns, multiples of ``10**-decimals``), so a bucket of at most 32
+    values gets a cell per value; runs of other buckets make one cell, and
+    the zero bucket is the cell of the single value 0. (3) The cells' counts
+    get Laplace noise with the rest of the column's ε: every record is in one
+    cell (L1 sensitivity 1 under add/remove), so that release is ε-DP and the
+    column's total is the ε given (with public bounds, all of it goes to the
+    cells). (4) Post-processing: a cell keeps its noisy count when it exceeds
+    ``ln(50) / ε``; what its bucket's noisy count holds beyond its kept
+    cells is spread over the bucket's other cells by size. Cells holding a
+    single value with at least half a bin's weight become bins of their own;
+    the other cells are merged, in order, into runs of equal weight. (5)
+    :meth:`inverse_transform` draws a cell of the bin by its weight, then a
+    uniform value (or lattice point) in the cell: never outside the bin or the
+    bounds. The design is that of the hierarchical and adaptive-grid
+    histograms of Qardaji, Yang & Li (VLDB 2013; ICDE 2013); the measured
+    effect on real columns is in ``doc/preprocessing.md``.
 
     **Transform.** Bins are ``[e_i, e_{i+1})`` except the last, which is
     closed ``[e_{k-1}, e_k]``. Finite values outside the bounds are clipped
@@ -350,10 +404,11 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
     """
 
     def __init__(self, n_bins=10, *, columns=None, strategy="uniform", bounds=None, epsilon=None,
-                 bounds_epsilon_fraction=0.5, output="interval", random_state=None, edges=None):
+                 bounds_epsilon_fraction=None, output="interval", random_state=None, edges=None, decimals=None):
         self.n_bins = n_bins
         self.columns = columns
         self.edges = edges
+        self.decimals = decimals
         self.strategy = strategy
         self.bounds = bounds
         self.epsilon = epsilon
@@ -441,8 +496,13 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         else:
             n_bins = {c: self.n_bins for c in columns}
         for c, k in n_bins.items():
+            if k == "auto" and isinstance(k, str):
+                if self.strategy != "adaptive":
+                    raise ValueError(f"n_bins='auto' (column {c!r}) needs strategy='adaptive', which releases "
+                                     f"the record count it is chosen from; got strategy={self.strategy!r}.")
+                continue
             if not _is_int(k) or k < 1:
-                raise ValueError(f"n_bins for column {c!r} must be an integer >= 1, got {k!r}.")
+                raise ValueError(f"n_bins for column {c!r} must be an integer >= 1 or 'auto', got {k!r}.")
             n_bins[c] = int(k)
         for c, e in public_edges.items():
             if isinstance(self.n_bins, Mapping) and c in self.n_bins and n_bins[c] != e.size - 1:
@@ -482,14 +542,15 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
     # What each hyper-parameter may be (skdpsynth.params); the per-column entries of n_bins, bounds and edges
     # are checked against the columns when fit knows them.
     _parameter_constraints = {
-        "n_bins": [Interval(Integral, 1, None), Mapping],
+        "n_bins": [Interval(Integral, 1, None), Options("auto"), Mapping],
         "bounds": [None, tuple, list, Mapping],
         "edges": [None, Mapping],
         "columns": [None, Names("column names")],
-        "strategy": [Options("uniform", "quantile")],
+        "strategy": [Options("uniform", "quantile", "adaptive")],
+        "decimals": [None, Interval(Integral, 0, 15), Mapping],
         "output": [Options("interval", "code")],
         "epsilon": [None, PrivacyParameter()],
-        "bounds_epsilon_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "bounds_epsilon_fraction": [None, Interval(Real, 0, 1, closed="neither")],
         "random_state": ["random_state"],
     }
 
@@ -516,14 +577,17 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         columns = select_columns(self.columns, frame)
         values = {c: self._numeric_values(frame, c) for c in columns}
         n_bins, public, public_edges = self._per_column(columns)
-        total_bins = sum(n_bins.values())
+        total_bins = sum(_adaptive.MAX_AUTO_BINS if k == "auto" else k for k in n_bins.values())
         check_memory(_BYTES_PER_BIN * float(total_bins),
                      f"DPKBinsDiscretizer with {total_bins:,} bins over {len(columns)} column(s) (n_bins)",
                      "Use fewer bins: each bin becomes a category of the synthesizer's domain, where a few to a "
                      "few hundred per column is the useful range.")
         quantile = self.strategy == "quantile"
+        adaptive = self.strategy == "adaptive"
+        steps = self._lattice_steps(columns, frame)
         needs_bounds = [c for c in columns if c not in public]
-        needs_quantiles = [c for c in columns if quantile and n_bins[c] >= 2 and c not in public_edges]
+        needs_quantiles = [c for c in columns if c not in public_edges
+                           and (adaptive or (quantile and n_bins[c] >= 2))]
         dp_columns = [c for c in columns if c in needs_bounds or c in needs_quantiles]
         epsilon = None if self.epsilon is None else float(self.epsilon)
         rng = noise_generator(self.random_state)
@@ -537,7 +601,8 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
             if needs_bounds:
                 parts.append(f"the bounds (min and max) of columns {list(map(str, needs_bounds))}")
             if needs_quantiles:
-                parts.append(f"the quantile bin edges of columns {list(map(str, needs_quantiles))}")
+                what = "histogram" if adaptive else "quantile bin edges"
+                parts.append(f"the {what} of columns {list(map(str, needs_quantiles))}")
             warn_privacy_leak(
                 f"DPKBinsDiscretizer read {' and '.join(parts)} from the private data without "
                 "differential privacy. Give public bounds (bounds=...) or a privacy budget (epsilon=...).",
@@ -546,8 +611,19 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
             )
         share = epsilon / len(dp_columns) if (epsilon is not None and dp_columns) else None
 
-        bounds, edges = self._fit_edges(columns, values, n_bins, public, public_edges, needs_quantiles,
-                                        share=share, rng=rng, ledger=ledger)
+        self.cell_edges_, self.cell_weights_, self.bin_cells_ = {}, {}, {}
+        if adaptive:
+            bounds, edges = {}, {}
+            for c in columns:
+                if c in public_edges:
+                    bounds[c], edges[c] = public[c], public_edges[c].copy()
+                    continue
+                bounds[c], edges[c] = self._fit_adaptive(c, values[c], n_bins[c], public.get(c), steps[c],
+                                                         share=share, rng=rng, ledger=ledger)
+                n_bins[c] = edges[c].size - 1
+        else:
+            bounds, edges = self._fit_edges(columns, values, n_bins, public, public_edges, needs_quantiles,
+                                            share=share, rng=rng, ledger=ledger)
 
         if epsilon is not None:
             ledger.check_budget(epsilon=epsilon)
@@ -562,9 +638,96 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         self.feature_names_in_ = np.asarray(list(frame.columns), dtype=object)
         self.n_features_in_ = frame.shape[1]
         self.dtypes_ = {c: frame[c].dtype for c in columns}
+        self.lattice_steps_ = steps
         # The stream of inverse_transform's draws, seeded from the fit's generator.
         self._inverse_rng = check_random_state(inverse_state)
         return self
+
+    def _lattice_steps(self, columns, frame: pd.DataFrame) -> dict:
+        """Each column's public lattice: ``10**-decimals`` when ``decimals`` names it, 1 for an integer dtype,
+        else None (continuous)."""
+        if self.decimals is None:
+            given = {}
+        elif isinstance(self.decimals, Mapping):
+            unknown = set(self.decimals) - set(columns)
+            if unknown:
+                raise ValueError(f"decimals names columns that are not {param_scope(self.columns, 'in the data')}: "
+                                 f"{sorted(map(str, unknown))}.")
+            given = dict(self.decimals)
+        else:
+            given = {c: self.decimals for c in columns}
+        steps = {}
+        for c in columns:
+            d = given.get(c)
+            if d is not None and not (_is_int(d) and 0 <= d <= 15):
+                raise ValueError(f"decimals for column {c!r} must be an integer in 0..15, got {d!r}.")
+            integer = pd.api.types.is_integer_dtype(frame[c].dtype)
+            steps[c] = 1.0 if integer and (d is None or d == 0) else (None if d is None else 10.0 ** -int(d))
+        return steps
+
+    def _fit_adaptive(self, name, x: np.ndarray, k, public_bounds, step, *, share, rng, ledger):
+        """One column's bins by ``strategy="adaptive"`` (see the module :mod:`._adaptive`): bounds and occupied
+        magnitude buckets, cells, their noisy weights, then about ``k`` bins of equal noisy mass."""
+        lows, highs = _bucket_edges()
+        eps_mag, eps_cells = None, share
+        if share is not None and public_bounds is None:
+            fraction = _ADAPTIVE_BOUNDS_FRACTION if self.bounds_epsilon_fraction is None \
+                else self.bounds_epsilon_fraction
+            eps_mag = share * fraction
+            eps_cells = share - eps_mag
+        lower, upper, occupied, bucket_counts = self._magnitudes(name, x, public_bounds, eps_mag, step, rng, ledger)
+        edges = _adaptive.cell_edges(lower, upper, lows, highs, occupied, step)
+        cells = np.clip(np.searchsorted(edges, np.clip(x, lower, upper), side="right") - 1, 0, edges.size - 2)
+        counts = np.bincount(cells, minlength=edges.size - 1)
+        threshold = 0.0
+        if eps_cells is not None:
+            counts = laplace_mechanism(
+                counts, epsilon=eps_cells, sensitivity=1.0, random_state=rng, ledger=ledger,
+                description=f"histogram of column {name!r}: noisy counts of {counts.size} cells (adaptive bins)")
+            threshold = _adaptive.extension_threshold(eps_cells)
+        middles = edges[:-1] + 0.5 * np.diff(edges)
+        cell_bucket = np.where(occupied[_bucket_index(middles)], _bucket_index(middles), -1)
+        weights = _adaptive.noisy_cell_weights(counts, threshold, cell_bucket, bucket_counts,
+                                               _adaptive.cell_sizes(edges, step))
+        if k == "auto":
+            k = _adaptive.auto_n_bins(float(weights.sum()))
+        first_cells = _adaptive.equal_mass_bins(edges, weights, k, step)
+        self.cell_edges_[name] = edges
+        self.cell_weights_[name] = _adaptive.bin_weights(weights, first_cells, edges, step)
+        self.bin_cells_[name] = first_cells
+        return (lower, upper), edges[first_cells]
+
+    @staticmethod
+    def _magnitudes(name, x: np.ndarray, public_bounds, epsilon: float | None, step, rng, ledger):
+        """Bounds, which magnitude buckets are occupied, and their counts: noisy (ε-DP) unless the bounds are
+        public, or read from the data without a budget."""
+        lows, highs = _bucket_edges()
+        possible = _adaptive.possible_buckets(lows, highs, step)
+        if public_bounds is not None:
+            lower, upper = public_bounds
+            # Nothing released: magnitudes far below the range's width hold at most a sliver of it, one cell.
+            occupied = possible & (np.maximum(np.abs(lows), np.abs(highs)) >= (upper - lower) * 2.0 ** -10)
+            return lower, upper, occupied, np.zeros(lows.size)
+        counts = np.bincount(_bucket_index(x), minlength=_N_BUCKETS)
+        if epsilon is None:
+            if x.size == 0:
+                raise ValueError(f"Column {name!r} has no values (0 rows) to read bounds from; give public "
+                                 "bounds (bounds=... or edges=...).")
+            lower, upper = _widen(float(x.min()), float(x.max()))
+            return lower, upper, counts > 0, counts.astype(np.float64)
+        noisy = laplace_mechanism(
+            counts, epsilon=epsilon, sensitivity=1.0, random_state=rng, ledger=ledger,
+            description=f"bounds of column {name!r}: noisy histogram of sign(x)*2^k magnitude buckets")
+        span = _adaptive.bounds_from_magnitudes(noisy, epsilon, _bounds_threshold(epsilon), possible)
+        if span is None:
+            raise ValueError(
+                f"Could not estimate bounds for column {name!r} with epsilon={epsilon:.4g}: no magnitude "
+                f"bucket's noisy count exceeded the threshold {_bounds_threshold(epsilon):.3g}. Give public "
+                "bounds for it (bounds=...) or a larger epsilon.")
+        first, last = span
+        lower, upper = _widen(float(lows[first]), float(highs[last]))
+        occupied = possible & (noisy > _adaptive.extension_threshold(epsilon))
+        return lower, upper, occupied, np.maximum(noisy, 0.0)
 
     def _fit_edges(self, columns, values, n_bins, public, public_edges, needs_quantiles, *, share, rng, ledger):
         """Fit's edges step: each binned column's bounds, then its edges (public, uniform, or at quantiles);
@@ -573,7 +736,8 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         for c in columns:
             x, k = values[c], n_bins[c]
             both = c not in public and c in needs_quantiles
-            eps_bounds = None if share is None else (share * self.bounds_epsilon_fraction if both else share)
+            fraction = 0.5 if self.bounds_epsilon_fraction is None else self.bounds_epsilon_fraction
+            eps_bounds = None if share is None else (share * fraction if both else share)
             eps_quant = None if share is None else (share - eps_bounds if both else share)
             lower, upper = _column_bounds(c, x, public, eps_bounds, rng, ledger)
             bounds[c] = (lower, upper)
@@ -711,7 +875,11 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
             lo, hi = edges[codes], edges[codes + 1]
             mid = lo + 0.5 * (hi - lo)
             dtype = self.dtypes_[c]
-            if pd.api.types.is_integer_dtype(dtype):
+            step = getattr(self, "lattice_steps_", {}).get(c)
+            if c in getattr(self, "cell_edges_", {}) and method == "uniform":
+                vals = _adaptive.draw_in_bins(codes, self.bin_cells_[c], self.cell_edges_[c],
+                                              self.cell_weights_[c], step, rng)
+            elif pd.api.types.is_integer_dtype(dtype):
                 last = codes == edges.size - 2
                 int_lo = np.ceil(lo)
                 int_hi = np.where(last, np.floor(hi), np.ceil(hi) - 1)  # last bin is closed
@@ -732,6 +900,8 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
                     vals = np.maximum(vals, lo)
                 else:
                     vals = mid
+            if step is not None and step < 1.0:  # decimals: the values' public precision
+                vals = np.round(vals, int(round(-math.log10(step))))
             new[c] = pd.Series(vals, index=frame.index).astype(dtype)
         return assemble(frame, new)
 

@@ -36,9 +36,10 @@ from .encoder import DPCategoricalEncoder
 __all__ = ["TableDiscretizer", "normalize_schema", "private_metadata", "schema_from_json", "schema_to_json"]
 
 _TYPES = ("numeric", "categorical")
-_STRATEGIES = ("uniform", "quantile")
+_STRATEGIES = ("uniform", "quantile", "adaptive")
+_DEFAULT_BINS = 10  # n_bins="auto" for a column binned uniformly or at quantiles
 _OUTPUTS = ("interval", "code")
-_NUMERIC_KEYS = {"type", "bounds", "n_bins", "strategy", "edges"}
+_NUMERIC_KEYS = {"type", "bounds", "n_bins", "strategy", "edges", "decimals"}
 _CATEGORICAL_KEYS = {"type", "categories", "handle_unknown", "missing"}
 _HANDLE_UNKNOWN = ("other", "error")
 _MISSING = ("category", "error")
@@ -125,9 +126,15 @@ def _numeric_keys(name, spec: Mapping) -> dict:
         out["bounds"] = [lower, upper]
     n_bins = spec.get("n_bins")
     if n_bins is not None:
-        if not _is_int(n_bins) or n_bins < 1:
-            raise ValueError(f"schema[{name!r}]['n_bins'] must be an integer >= 1, got {n_bins!r}.")
-        out["n_bins"] = int(n_bins)
+        if n_bins != "auto" and (not _is_int(n_bins) or n_bins < 1):
+            raise ValueError(f"schema[{name!r}]['n_bins'] must be an integer >= 1 or 'auto', got {n_bins!r}.")
+        out["n_bins"] = n_bins if n_bins == "auto" else int(n_bins)
+    decimals = spec.get("decimals")
+    if decimals is not None:
+        if not _is_int(decimals) or not 0 <= decimals <= 15:
+            raise ValueError(f"schema[{name!r}]['decimals'] must be an integer in 0..15 (0: whole numbers), "
+                             f"got {decimals!r}.")
+        out["decimals"] = int(decimals)
     strategy = spec.get("strategy")
     if strategy is not None:
         if strategy not in _STRATEGIES:
@@ -310,7 +317,16 @@ def schema_from_json(path_or_str) -> dict:
 
 
 # -- the transformer ---------------------------------------------------------------------------------
-def _route(schema: dict, frame: pd.DataFrame, n_bins: int, strategy: str, dp: bool = False) -> dict:
+def _numeric_strategy(spec: Mapping, strategy: str) -> str:
+    """A numeric column's strategy: its own, else the default; ``"auto"`` bins a column whose bounds are public
+    uniformly (free) and any other adaptively (its bounds cost budget anyway, and the histogram shares it)."""
+    chosen = spec.get("strategy", strategy)
+    if chosen == "auto":
+        return "uniform" if spec.get("bounds") is not None or spec.get("edges") is not None else "adaptive"
+    return chosen
+
+
+def _route(schema: dict, frame: pd.DataFrame, n_bins, strategy: str, dp: bool = False) -> dict:
     """Each column's effective spec, from public information only: the schema, the dtypes and whether DP is on."""
     specs = {}
     for c in frame.columns:
@@ -322,10 +338,14 @@ def _route(schema: dict, frame: pd.DataFrame, n_bins: int, strategy: str, dp: bo
                 raise TypeError(f"Column {c!r} is declared numeric but has dtype {frame[c].dtype}; only "
                                 "int and float columns can be binned. Declare it categorical instead.")
             edges = spec.get("edges")
+            chosen = _numeric_strategy(spec, strategy)
+            k = spec.get("n_bins", n_bins)
+            if k == "auto" and chosen != "adaptive":
+                k = _DEFAULT_BINS
             spec = {"type": "numeric",
                     "bounds": [edges[0], edges[-1]] if edges is not None else spec.get("bounds"),
-                    "n_bins": len(edges) - 1 if edges is not None else spec.get("n_bins", n_bins),
-                    "strategy": spec.get("strategy", strategy), "edges": edges}
+                    "n_bins": len(edges) - 1 if edges is not None else k,
+                    "strategy": chosen, "edges": edges, "decimals": spec.get("decimals")}
         else:
             # DPCategoricalEncoder's defaults: no extra category unless needed or asked for. Only categories
             # discovered with DP need "__other__" (thresholding leaves rare values unreleased); public ones
@@ -342,10 +362,11 @@ def _numeric_needs_dp(spec: dict) -> bool:
     """Bin edges that would be computed from the data: no public edges, and no bounds or data quantiles."""
     if spec["edges"] is not None:
         return False
-    return spec["bounds"] is None or (spec["strategy"] == "quantile" and spec["n_bins"] >= 2)
+    return (spec["bounds"] is None or spec["strategy"] == "adaptive"
+            or (spec["strategy"] == "quantile" and spec["n_bins"] >= 2))
 
 
-def private_metadata(schema, X, *, n_bins: int = 10, strategy: str = "uniform") -> dict:
+def private_metadata(schema, X, *, n_bins="auto", strategy: str = "auto") -> dict:
     """The columns whose metadata :class:`TableDiscretizer` would read from ``X``, and what it would read.
 
     Public metadata in ``schema`` costs nothing; everything listed here is
@@ -374,11 +395,14 @@ def private_metadata(schema, X, *, n_bins: int = 10, strategy: str = "uniform") 
     >>> private_metadata({"age": "numeric", "city": "categorical", "sex": ["F", "M"]}, X)
     {'age': 'bounds', 'city': 'categories'}
     """
-    specs = _route(normalize_schema(schema), as_frame(X), int(n_bins), strategy)
+    specs = _route(normalize_schema(schema), as_frame(X), n_bins, strategy)
     out = {}
     for c, spec in specs.items():
         if spec["type"] == "numeric" and _numeric_needs_dp(spec):
-            out[c] = "bounds" if spec["bounds"] is None else "quantile bin edges"
+            if spec["bounds"] is None:
+                out[c] = "bounds"
+            else:
+                out[c] = "histogram" if spec["strategy"] == "adaptive" else "quantile bin edges"
         elif spec["type"] == "categorical" and spec["categories"] is None:
             out[c] = "categories"
     return out
@@ -401,9 +425,11 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
     schema : dict or None, default=None
         ``{column: spec}`` of public metadata, where a spec is
 
-        * ``{"type": "numeric", "bounds": [lo, hi], "n_bins": k, "strategy": s}``
-          (``bounds``, ``n_bins`` and ``strategy`` optional; they default to
-          DP/inferred bounds and the ``n_bins`` / ``strategy`` parameters), or
+        * ``{"type": "numeric", "bounds": [lo, hi], "n_bins": k, "strategy": s,
+          "decimals": d}`` (all optional; they default to DP/inferred bounds,
+          the ``n_bins`` / ``strategy`` parameters and the dtype's precision:
+          ``"decimals": 2`` returns values with at most two decimals, ``0``
+          whole numbers), or
           ``{"type": "numeric", "edges": [e_0, ..., e_k]}``: public bin edges
           (free; e.g. a bin ``[0, 1)`` holding exactly 0 for a skewed integer
           column such as capital gains);
@@ -431,12 +457,18 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         (a code, a rating) is still *numeric* unless the schema declares it
         categorical. A ``Categorical`` column's dtype categories are not
         treated as public. Use :meth:`from_json` to read the schema from JSON.
-    n_bins : int, default=10
-        Bins of numeric columns whose spec has no ``n_bins``.
-    strategy : {"uniform", "quantile"}, default="uniform"
+    n_bins : int or "auto", default="auto"
+        Bins of numeric columns whose spec has no ``n_bins``. ``"auto"``:
+        chosen from the released record count for adaptive columns (see
+        ``DPKBinsDiscretizer``), 10 for the others.
+    strategy : {"auto", "uniform", "quantile", "adaptive"}, default="auto"
         Binning of numeric columns whose spec has no ``strategy`` (see
-        ``DPKBinsDiscretizer``; ``"quantile"`` edges cost budget even with
-        public bounds).
+        ``DPKBinsDiscretizer``; ``"quantile"`` edges and the ``"adaptive"``
+        histogram cost budget even with public bounds). ``"auto"``:
+        ``"uniform"`` for columns whose schema gives bounds or edges (free),
+        ``"adaptive"`` for the others, whose bounds cost budget anyway: their
+        bins follow the data's shape, values many records share come back
+        exactly, and integer columns come back as whole numbers.
     epsilon : float or None, default=None
         **Total** ε of this step, for the metadata the schema does not give:
         DP bounds / quantiles of numeric columns (pure ε-DP) and DP category
@@ -471,8 +503,9 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         ``PrivacyLeakWarning`` it holds only public input and DP output, so
         it may be exported (:meth:`to_json`) and reused as a public schema:
         reusing DP-released metadata is free post-processing, and a later fit
-        with it spends nothing (except ``"quantile"`` edges, which the schema
-        does not carry and which are released again).
+        with it spends nothing (except ``"quantile"`` edges and the
+        ``"adaptive"`` histogram, which the schema does not carry and which
+        are released again).
     numeric_columns_, categorical_columns_ : list
         The columns of each group, in input order.
     discretizers_ : dict
@@ -568,7 +601,7 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
     {'type': 'numeric', 'bounds': [0.0, 8.0], 'n_bins': 4, 'strategy': 'uniform'}
     """
 
-    def __init__(self, schema=None, *, n_bins=10, strategy="uniform", epsilon=None, delta=None,
+    def __init__(self, schema=None, *, n_bins="auto", strategy="auto", epsilon=None, delta=None,
                  numeric_epsilon_fraction=0.5, output="interval", random_state=None):
         self.schema = schema
         self.n_bins = n_bins
@@ -628,8 +661,8 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
     # What each hyper-parameter may be (skdpsynth.params); the schema's entries are checked against the columns.
     _parameter_constraints = {
         "schema": [Dict("{column: spec}"), None],
-        "n_bins": [Interval(Integral, 1, None)],
-        "strategy": [Options(*_STRATEGIES)],
+        "n_bins": [Interval(Integral, 1, None), Options("auto")],
+        "strategy": [Options("auto", *_STRATEGIES)],
         "output": [Options(*_OUTPUTS)],
         "epsilon": [None, PrivacyParameter()],
         "delta": [None, Interval(Real, 0, 1, closed="neither")],
@@ -695,7 +728,7 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         if absent:
             raise ValueError(f"schema names columns that are not in X: {absent}. X has columns {columns}.")
 
-        specs = _route(schema, frame, int(self.n_bins), self.strategy, dp=self.epsilon is not None)
+        specs = _route(schema, frame, self.n_bins, self.strategy, dp=self.epsilon is not None)
         numeric = [c for c in columns if specs[c]["type"] == "numeric"]
         categorical = [c for c in columns if specs[c]["type"] == "categorical"]
         self._check_no_nan(frame, numeric, "fit")
@@ -765,10 +798,11 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
                 bounds = {c: tuple(specs[c]["bounds"]) for c in cols
                           if specs[c]["bounds"] is not None and specs[c]["edges"] is None}
                 edges = {c: specs[c]["edges"] for c in cols if specs[c]["edges"] is not None}
+                decimals = {c: specs[c]["decimals"] for c in cols if specs[c]["decimals"] is not None}
                 disc = DPKBinsDiscretizer(
-                    n_bins={c: specs[c]["n_bins"] for c in cols}, strategy=s, bounds=bounds or None,
-                    epsilon=eps_g, output=self.output, random_state=next(sub_states),
-                    edges=edges or None)
+                    n_bins={c: specs[c]["n_bins"] for c in cols if specs[c]["edges"] is None}, strategy=s,
+                    bounds=bounds or None, epsilon=eps_g, output=self.output, random_state=next(sub_states),
+                    edges=edges or None, decimals=decimals or None)
                 disc.set_output(transform="pandas").fit(frame[cols])
                 ledger.extend(disc.privacy_ledger_)
                 discretizers[s] = disc
@@ -828,6 +862,8 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
                 else:
                     effective[c] = {"type": "numeric", "bounds": [float(lower), float(upper)],
                                     "n_bins": int(disc.n_bins_[c]), "strategy": specs[c]["strategy"]}
+                if specs[c]["decimals"] is not None:
+                    effective[c]["decimals"] = specs[c]["decimals"]
             else:
                 hu, mi = specs[c]["handle_unknown"], specs[c]["missing"]
                 real = _plain(list(encoder.categories_[c][:-2]))

@@ -1,0 +1,248 @@
+"""Adaptive DP histograms of one numeric column: the bins of ``DPKBinsDiscretizer(strategy="adaptive")``.
+
+In pipeline order:
+
+1. :func:`magnitude_counts` — the column's records counted in ``sign(x) * 2^k``
+   magnitude buckets; released with Laplace noise, these give the bounds
+   (:func:`bounds_from_magnitudes`) and decide where the cells go.
+2. :func:`cell_edges` — each occupied bucket inside the bounds is cut into
+   :data:`CELLS_PER_BUCKET` equal cells, snapped to the column's lattice
+   (integers, or multiples of ``10**-decimals``); runs of unoccupied buckets
+   become one cell each. The zero bucket is a cell of its own, holding
+   exactly 0.
+3. :func:`noisy_cell_weights` — the records counted in those cells, released
+   with Laplace noise (one more histogram: every record is in one cell), and
+   made non-negative.
+4. :func:`equal_mass_bins` — consecutive cells merged into about ``k`` bins
+   of equal noisy mass; a cell holding a single value (a point of the
+   lattice, or 0) whose mass is a bin's worth stays a bin of its own, so
+   values many records share come back exactly.
+5. :func:`draw_in_bins` — the inverse: a cell of the bin chosen by its noisy
+   weight, then a uniform value (or lattice point) in the cell.
+
+Steps 1 and 3 read the data; everything else is post-processing of their
+noisy output and of public inputs (the bounds, the lattice, ``k``). The
+mechanism is the hierarchical "coarse then fine" histogram of Qardaji, Yang
+& Li (VLDB 2013, Section 4) with a data-adaptive second level chosen from
+the first level's noisy counts, as in the adaptive grids of Qardaji, Yang &
+Li (ICDE 2013, Section IV); see ``doc/preprocessing.md``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: Equal cells each occupied magnitude bucket is cut into.
+CELLS_PER_BUCKET = 32
+#: Most bins ``n_bins="auto"`` chooses (point-mass bins come on top).
+MAX_AUTO_BINS = 32
+#: Failure probability of one extension step of the bounds (see :func:`bounds_from_magnitudes`).
+_EXTENSION_FAILURE_PROBABILITY = 0.01
+#: Possible buckets one extension step of the bounds looks at.
+_LOOKAHEAD = 16
+
+__all__: list[str] = []  # the machinery of DPKBinsDiscretizer(strategy="adaptive"), not API of its own
+
+
+def bounds_from_magnitudes(noisy: np.ndarray, epsilon: float, core_threshold: float,
+                           possible: np.ndarray) -> tuple[int, int] | None:
+    """The first and last magnitude bucket of the column's range, from the buckets' noisy counts.
+
+    A bucket whose noisy count passes ``core_threshold`` (a union bound over
+    all buckets, see ``DPKBinsDiscretizer``) is certainly occupied; the range
+    then grows, down and up, to the farthest of the next 16 possible buckets
+    (buckets no value can be in, ``possible`` False, are stepped over) whose
+    noisy count exceeds ``ln(16 / (2 β)) / ε`` with β = 0.01: one step
+    extends over unoccupied buckets only with probability β, so a tail of a
+    thousand records past a gap (the capital gains above 0) is kept where the
+    union bound over all 259 buckets would cut it. Post-processing of the
+    noisy counts: no extra cost. ``None`` when no bucket passes the core
+    threshold.
+    """
+    core = np.flatnonzero(noisy > core_threshold)
+    if core.size == 0:
+        return None
+    reach = extension_threshold(epsilon, _LOOKAHEAD)
+    first, last = int(core[0]), int(core[-1])
+    while True:  # the next _LOOKAHEAD possible buckets below and above; the farthest that passes extends
+        below = [b for b in range(first - 1, -1, -1) if possible[b]][:_LOOKAHEAD]
+        above = [b for b in range(last + 1, noisy.size) if possible[b]][:_LOOKAHEAD]
+        passing_below = [b for b in below if noisy[b] > reach]
+        passing_above = [b for b in above if noisy[b] > reach]
+        if not (passing_below or passing_above):
+            return first, last
+        first = min(passing_below, default=first)
+        last = max(passing_above, default=last)
+
+
+def extension_threshold(epsilon: float, candidates: int = 1) -> float:
+    """Noisy count that ``candidates`` unoccupied buckets all stay under with probability 1 - β, β = 0.01:
+    ``ln(candidates / (2 β)) / ε`` (Laplace tail and a union bound)."""
+    return math.log(candidates / (2.0 * _EXTENSION_FAILURE_PROBABILITY)) / epsilon
+
+
+def possible_buckets(lows: np.ndarray, highs: np.ndarray, step: float | None) -> np.ndarray:
+    """Buckets that can hold a value: on a lattice of ``step``, none of magnitude below it but 0 (public)."""
+    if step is None:
+        return np.ones(lows.size, dtype=bool)
+    return (np.maximum(np.abs(lows), np.abs(highs)) >= step) | ((lows == 0) & (highs == 0))
+
+
+def _lattice(values: np.ndarray, step: float | None) -> np.ndarray:
+    """``values`` moved up onto the lattice ``step * Z`` (unchanged without a lattice)."""
+    if step is None:
+        return values
+    return np.ceil(np.round(values / step, 9)) * step
+
+
+def cell_edges(lower: float, upper: float, lows: np.ndarray, highs: np.ndarray, occupied: np.ndarray,
+               step: float | None) -> np.ndarray:
+    """Strictly increasing cell edges covering [lower, upper], from public bounds and post-processed counts.
+
+    ``lows``/``highs``/``occupied``: the magnitude buckets in increasing
+    order and whether each is worth cells of its own (its noisy count is
+    above the extension threshold). An occupied bucket inside the bounds is
+    cut into :data:`CELLS_PER_BUCKET` equal cells (never finer than the
+    lattice ``step``); consecutive unoccupied buckets make one cell. The zero
+    bucket, when inside the bounds, is the cell ``[0, step)`` or ``[0,
+    next float)``: a cell holding exactly the value 0.
+    """
+    cuts = [lower, upper]
+    run_open = False
+    for lo, hi, occ in zip(lows, highs, occupied):
+        lo, hi = max(lo, lower), min(hi, upper)
+        if hi < lo or (hi == lo and lo != 0.0):
+            continue
+        if lo == hi == 0.0:  # the zero bucket: the single value 0
+            cuts += [0.0, step if step is not None else np.nextafter(0.0, 1.0)]
+            run_open = False
+            continue
+        if occ:
+            cuts += list(np.linspace(lo, hi, CELLS_PER_BUCKET + 1))
+            run_open = False
+        elif not run_open:  # the first of a run of unoccupied buckets opens one cell for the whole run
+            cuts.append(lo)
+            run_open = True
+    edges = np.unique(np.clip(_lattice(np.asarray(cuts, dtype=np.float64), step), lower, upper))
+    edges[0], edges[-1] = lower, upper
+    return np.unique(edges)
+
+
+def noisy_cell_weights(noisy_cells: np.ndarray, threshold: float, cell_bucket: np.ndarray,
+                       bucket_counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The cells' weights, from both levels' noisy counts (post-processing).
+
+    A cell keeps its noisy count when it exceeds ``threshold`` (a few noise
+    scales: an empty cell rarely does). What its bucket holds beyond its
+    kept cells (the bucket's noisy count, ``bucket_counts[cell_bucket]``,
+    minus theirs, if positive) is spread over the bucket's other cells in
+    proportion to their ``sizes``: a tail of cells each too small to stand
+    out of the noise keeps its bucket's mass where the bucket has it,
+    instead of losing it or taking it from the noise of empty cells.
+    """
+    noisy_cells = np.asarray(noisy_cells, dtype=np.float64)
+    kept = noisy_cells > threshold
+    weights = np.where(kept, noisy_cells, 0.0)
+    inside = cell_bucket >= 0
+    n_buckets = bucket_counts.size
+    bucket = np.where(inside, cell_bucket, n_buckets)
+    kept_mass = np.bincount(bucket, weights=weights, minlength=n_buckets + 1)[:n_buckets]
+    rest_size = np.bincount(bucket, weights=np.where(kept, 0.0, sizes), minlength=n_buckets + 1)[:n_buckets]
+    leftover = np.maximum(np.asarray(bucket_counts, dtype=np.float64) - kept_mass, 0.0)
+    per_size = np.divide(leftover, rest_size, out=np.zeros(n_buckets), where=rest_size > 0)
+    spread = np.where(inside & ~kept, per_size[np.minimum(bucket, n_buckets - 1)] * sizes, 0.0)
+    return weights + spread
+
+
+def cell_sizes(edges: np.ndarray, step: float | None) -> np.ndarray:
+    """Each cell's size: its width, or its number of lattice points (the last cell is closed)."""
+    if step is None:
+        return np.diff(edges)
+    first = np.ceil(np.round(edges[:-1] / step, 9))
+    n_points = np.ceil(np.round(edges[1:] / step, 9)) - first
+    n_points[-1] = np.floor(np.round(edges[-1] / step, 9)) - first[-1] + 1
+    return np.maximum(n_points, 0.0)
+
+
+def auto_n_bins(total: float) -> int:
+    """Bins for ``n_bins="auto"``: about ``sqrt(n̂) / 4``, between 2 and :data:`MAX_AUTO_BINS`.
+
+    ``total`` is a released record count (the sum of the cells' noisy
+    weights). Each bin then holds about ``4 sqrt(n̂)`` records — many more
+    than the noise of a synthesizer's one-way marginal for any budget worth
+    fitting — and at most 1/32 of the column, which bounds the error of the
+    within-bin draw (at most one bin's mass in the Kolmogorov–Smirnov
+    distance; much less when the cells inside a bin are right).
+    """
+    return int(np.clip(math.floor(math.sqrt(max(total, 0.0)) / 4.0), 2, MAX_AUTO_BINS))
+
+
+def _single_values(edges: np.ndarray, step: float | None) -> np.ndarray:
+    """Whether each cell holds exactly one value: one lattice point, or the zero cell."""
+    if step is None:
+        return edges[1:] == np.nextafter(edges[:-1], np.inf)
+    return cell_sizes(edges, step) <= 1
+
+
+def equal_mass_bins(edges: np.ndarray, weights: np.ndarray, k: int, step: float | None) -> np.ndarray:
+    """Indices into the cells of the bins' first cells (and the end), for about ``k`` bins of equal mass.
+
+    A cell that holds a single value and at least half a bin's mass is a bin
+    of its own. Other bins end at the first cell boundary where the running
+    mass reaches the next multiple of ``total / k``. Without any mass (every
+    noisy count was negative), the cells are split into ``k`` runs of equal
+    length.
+    """
+    n_cells = weights.size
+    total = float(weights.sum())
+    if total <= 0.0:
+        return np.unique(np.linspace(0, n_cells, min(k, n_cells) + 1).round().astype(np.intp))
+    share = total / k
+    point = _single_values(edges, step) & (weights >= 0.5 * share)
+    cuts = {0, n_cells}
+    for i in np.flatnonzero(point):
+        cuts.update((int(i), int(i) + 1))
+    running = np.cumsum(np.where(point, 0.0, weights))
+    targets = share * np.arange(1, k)
+    cuts.update((np.searchsorted(running, targets, side="left") + 1).tolist())
+    cuts = np.asarray(sorted(c for c in cuts if 0 <= c <= n_cells), dtype=np.intp)
+    return cuts
+
+
+def bin_weights(weights: np.ndarray, first_cells: np.ndarray, edges: np.ndarray,
+                step: float | None) -> np.ndarray:
+    """The cells' weights for the draw: a bin whose cells all got no mass draws them by their size."""
+    out = weights.astype(np.float64).copy()
+    sizes = cell_sizes(edges, step)
+    for a, b in zip(first_cells[:-1], first_cells[1:]):
+        if out[a:b].sum() <= 0.0:
+            out[a:b] = np.maximum(sizes[a:b], np.finfo(float).tiny)
+    return out
+
+
+def draw_in_bins(codes: np.ndarray, first_cells: np.ndarray, edges: np.ndarray, weights: np.ndarray,
+                 step: float | None, rng) -> np.ndarray:
+    """One value per code: a cell of bin ``code`` by its weight, then a uniform value (or lattice point) in it.
+
+    ``weights`` are those of :func:`bin_weights` (every bin has some). The
+    last cell is closed at the upper bound; the others are ``[lo, hi)``, so
+    a draw never leaves its bin nor the bounds.
+    """
+    cumulative = np.concatenate([[0.0], np.cumsum(weights)])
+    start, stop = cumulative[first_cells[codes]], cumulative[first_cells[codes + 1]]
+    target = start + rng.uniform(size=codes.size) * (stop - start)
+    cell = np.searchsorted(cumulative, target, side="right") - 1
+    cell = np.clip(cell, first_cells[codes], first_cells[codes + 1] - 1)
+    lo, hi = edges[cell], edges[cell + 1]
+    last = cell == weights.size - 1
+    u = rng.uniform(size=codes.size)
+    if step is None:
+        values = lo + u * (hi - lo)
+        values = np.where(last, np.minimum(values, hi), np.minimum(values, np.nextafter(hi, -np.inf)))
+        return np.maximum(values, lo)
+    first = np.ceil(np.round(lo / step, 9))
+    final = np.where(last, np.floor(np.round(hi / step, 9)), np.ceil(np.round(hi / step, 9)) - 1)
+    final = np.maximum(final, first)
+    points = first + np.minimum(np.floor(u * (final - first + 1)), final - first)
+    return points * step

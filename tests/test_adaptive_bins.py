@@ -1,0 +1,156 @@
+"""DPKBinsDiscretizer(strategy="adaptive"): DP bins that keep a numeric column's shape, point masses and precision."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from skdpsynth.preprocessing import TableDiscretizer
+from skdpsynth.preprocessing import _adaptive
+from skdpsynth.preprocessing.discretizer import DPKBinsDiscretizer, _bucket_edges
+from skdpsynth.privacy import PrivacyLeakWarning
+
+
+def _round_trip(disc, frame, seed=0):
+    return disc.inverse_transform(disc.transform(frame), random_state=seed)
+
+
+def _zero_inflated(n=4000, seed=0):
+    """Hours-like integers: 45% at exactly 40, 40% at 0, the rest spread over 1..99."""
+    rng = np.random.default_rng(seed)
+    kind = rng.choice(3, size=n, p=[0.45, 0.40, 0.15])
+    spread = rng.integers(1, 100, size=n)
+    return pd.DataFrame({"hours": np.where(kind == 0, 40, np.where(kind == 1, 0, spread)).astype(np.int64)})
+
+
+def test_point_masses_come_back_exactly_and_integers_stay_integers():
+    frame = _zero_inflated()
+    disc = DPKBinsDiscretizer("auto", strategy="adaptive", epsilon=1.0, output="code", random_state=0).fit(frame)
+    back = _round_trip(disc, frame)["hours"]
+    assert back.dtype == np.int64
+    # Each value is in its own bin: the round trip of a point-mass value is that value, whatever the draw.
+    for value in (0, 40):
+        assert ((back == value) == (frame["hours"] == value)).all()
+    lower, upper = disc.bounds_["hours"]
+    assert back.min() >= lower and back.max() <= upper
+
+
+def test_values_stay_in_their_bins_and_the_bounds():
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"income": rng.lognormal(10, 1.2, size=3000)})
+    disc = DPKBinsDiscretizer("auto", strategy="adaptive", epsilon=1.0, output="code", random_state=0).fit(frame)
+    codes = disc.transform(frame)
+    back = disc.inverse_transform(codes, random_state=3)
+    assert (disc.transform(back)["income"].to_numpy() == codes["income"].to_numpy()).all()
+    lower, upper = disc.bounds_["income"]
+    assert back["income"].min() >= lower and back["income"].max() <= upper
+    assert back["income"].dtype == np.float64
+
+
+def test_shape_is_kept_inside_the_bins():
+    """Exact counts (no budget): the round trip's empirical CDF differs from the data's by at most the mass of
+    one cell of the largest bin, because values are drawn cell by cell in proportion to the cells' counts."""
+    rng = np.random.default_rng(2)
+    x = np.concatenate([rng.normal(60, 2, 5000), rng.exponential(30, 1000) + 70])
+    frame = pd.DataFrame({"x": x})
+    with pytest.warns(PrivacyLeakWarning):
+        disc = DPKBinsDiscretizer(8, strategy="adaptive", output="code", random_state=0).fit(frame)
+    back = _round_trip(disc, frame)["x"].to_numpy()
+    grid = np.sort(x)
+    ks = np.max(np.abs(np.searchsorted(np.sort(back), grid, side="right") - np.arange(1, x.size + 1))) / x.size
+    weights = disc.cell_weights_["x"]
+    largest_cell = weights.max() / weights.sum()
+    # Within a cell the draw is uniform: the CDFs differ by at most one cell's mass, plus sampling error of the
+    # draw (the DKW bound at 1e-6: sqrt(ln(2e6) / (2 n))).
+    assert ks <= largest_cell + np.sqrt(np.log(2e6) / (2 * x.size))
+    uniform = DPKBinsDiscretizer(8, bounds=(x.min(), x.max()), output="code").fit(frame)
+    ks_uniform = np.max(np.abs(np.searchsorted(np.sort(_round_trip(uniform, frame)["x"].to_numpy()), grid,
+                                               side="right") - np.arange(1, x.size + 1))) / x.size
+    assert ks < ks_uniform / 3
+
+
+def test_decimals_are_respected():
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"price": np.round(rng.gamma(2.0, 10.0, size=2000), 2)})
+    disc = DPKBinsDiscretizer("auto", strategy="adaptive", epsilon=1.0, decimals={"price": 2}, output="code",
+                              random_state=0).fit(frame)
+    back = _round_trip(disc, frame)["price"].to_numpy()
+    assert np.array_equal(back, np.round(back, 2))
+    assert not np.array_equal(back, np.round(back, 1))  # not coarser than asked
+    uniform = DPKBinsDiscretizer(5, bounds=(0, 200), decimals=1, output="code").fit(frame)
+    drawn = _round_trip(uniform, frame)["price"].to_numpy()
+    assert np.array_equal(drawn, np.round(drawn, 1))
+
+
+def test_ledger_splits_the_budget_between_bounds_and_cells():
+    frame = _zero_inflated()
+    disc = DPKBinsDiscretizer("auto", strategy="adaptive", epsilon=0.8, output="code", random_state=0).fit(frame)
+    entries = list(disc.privacy_ledger_)
+    assert [e.description.split(":")[0] for e in entries] == ["bounds of column 'hours'", "histogram of column 'hours'"]
+    assert entries[0].epsilon == pytest.approx(0.6) and entries[1].epsilon == pytest.approx(0.2)
+    assert disc.privacy_ledger_.total_epsilon() == pytest.approx(0.8)
+    public = DPKBinsDiscretizer("auto", strategy="adaptive", bounds=(0, 99), epsilon=0.8, output="code",
+                                random_state=0).fit(frame)
+    (entry,) = public.privacy_ledger_
+    assert entry.epsilon == pytest.approx(0.8) and entry.description.startswith("histogram of column 'hours'")
+
+
+def test_without_a_budget_the_histogram_is_a_leak():
+    frame = _zero_inflated()
+    with pytest.warns(PrivacyLeakWarning, match="histogram"):
+        disc = DPKBinsDiscretizer("auto", strategy="adaptive", bounds=(0, 99)).fit(frame)
+    assert not disc.privacy_ledger_.is_private
+
+
+def test_auto_bins_need_the_adaptive_strategy():
+    with pytest.raises(ValueError, match="n_bins='auto'.*strategy='adaptive'"):
+        DPKBinsDiscretizer("auto", bounds=(0, 1)).fit(pd.DataFrame({"x": [0.5]}))
+
+
+def test_empty_table_with_public_bounds_fits_like_any_other():
+    empty = pd.DataFrame({"x": np.array([], dtype=float)})
+    disc = DPKBinsDiscretizer(4, strategy="adaptive", bounds=(0.0, 1.0), epsilon=1.0, output="code",
+                              random_state=0).fit(empty)
+    codes = pd.DataFrame({"x": pd.Categorical.from_codes([0, disc.n_bins_["x"] - 1],
+                                                         dtype=disc.transform(empty)["x"].dtype)})
+    back = disc.inverse_transform(codes, random_state=0)["x"]
+    assert back.between(0.0, 1.0).all()
+
+
+def test_bounds_extend_over_a_gap_to_a_tail_the_union_bound_would_cut():
+    lows, highs = _bucket_edges()
+    possible = _adaptive.possible_buckets(lows, highs, 1.0)
+    epsilon = 0.01
+    noisy = np.zeros(lows.size)
+    zero = int(np.flatnonzero((lows == 0) & (highs == 0))[0])
+    tail = int(np.flatnonzero(lows == 4096)[0])
+    noisy[zero] = 30_000
+    noisy[tail] = 0.5 * (_adaptive.extension_threshold(epsilon, 16) + 9.47 / epsilon)
+    assert _adaptive.bounds_from_magnitudes(noisy, epsilon, 9.47 / epsilon, possible) == (zero, tail)
+    noisy[tail] = 0.9 * _adaptive.extension_threshold(epsilon, 16)
+    assert _adaptive.bounds_from_magnitudes(noisy, epsilon, 9.47 / epsilon, possible) == (zero, zero)
+
+
+def test_table_discretizer_defaults_bin_adaptively_only_what_has_no_public_bounds():
+    frame = _zero_inflated().assign(age=np.arange(4000) % 70 + 18)
+    table = TableDiscretizer({"age": {"type": "numeric", "bounds": [18, 90]}}, epsilon=1.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        table.fit(frame)
+    assert table.schema_["age"] == {"type": "numeric", "bounds": [18.0, 90.0], "n_bins": 10, "strategy": "uniform"}
+    assert table.schema_["hours"]["strategy"] == "adaptive"
+    back = table.inverse_transform(table.transform(frame), random_state=0)
+    assert ((back["hours"] == 40) == (frame["hours"] == 40)).all()
+
+
+def test_schema_decimals_key_round_trips():
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"price": np.round(rng.gamma(2.0, 10.0, size=1500), 2)})
+    table = TableDiscretizer({"price": {"type": "numeric", "decimals": 2}}, epsilon=1.0, random_state=0).fit(frame)
+    assert table.schema_["price"]["decimals"] == 2
+    back = table.inverse_transform(table.transform(frame), random_state=0)["price"].to_numpy()
+    assert np.array_equal(back, np.round(back, 2))
+    with pytest.raises(ValueError, match="decimals"):
+        TableDiscretizer({"price": {"type": "numeric", "decimals": 2.5}}).fit(frame)
