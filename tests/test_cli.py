@@ -73,6 +73,15 @@ def test_demo_writes_adult_in_its_original_schema(tmp_path):
     assert (tmp_path / "report_files" / "columns.png").exists() == _has_matplotlib()
 
 
+def test_demo_runs_aim_and_synthesize_mst_by_default():
+    from skdpsynth.cli import _argument_parser
+
+    parser = _argument_parser()
+    assert parser.parse_args(["demo"]).method == "aim"
+    assert parser.parse_args(["synthesize", "data.csv"]).method == "mst"
+    assert parser.parse_args(["demo", "--method", "mst"]).method == "mst"
+
+
 def _has_matplotlib() -> bool:
     try:
         import matplotlib
