@@ -21,7 +21,9 @@ text, so ``00100`` stays ``00100``, and only an empty field is a missing
 value (``NA``, ``null`` and the like are values, categories when the schema
 lists them); a field spelling one of the schema's number or boolean
 categories (``01`` or ``1.0`` for 1, ``true`` for True) is that category.
-The other columns are read as pandas guesses them.
+The other columns are read as pandas guesses them, except that a column the
+schema does not name, read as numbers although a field has a leading zero
+(``007``), is read as text.
 
 With ``--seed`` the privacy noise is reproducible from the seed: the command
 and the report say so, and the seed must not be published with the output.
@@ -131,6 +133,25 @@ def _read_input(path, schema: dict | None = None) -> pd.DataFrame:
     for c, spec in (schema or {}).items():
         if spec["type"] == "categorical" and c in real.columns:
             real[c] = _as_categories(real[c], spec.get("categories"))
+    return _codes_as_text(real, path, schema)
+
+
+def _codes_as_text(real: pd.DataFrame, path, schema: dict | None) -> pd.DataFrame:
+    """Columns the schema does not declare that pandas read as numbers although a field has a leading zero
+    (``007``, ``00100``), read again as text: codes, not quantities, and ``100`` is not the zip code ``00100``.
+
+    Like pandas' own guess (one field that is not a number makes a column text), the rule reads the data, as any
+    type guessing does; a schema that declares the column decides instead."""
+    declared = set(schema or {})
+    guessed = [i for i, c in enumerate(real.columns)
+               if c not in declared and real[c].dtype.kind in "iuf" and not pd.api.types.is_bool_dtype(real[c])]
+    if not guessed:
+        return real
+    text = pd.read_csv(path, usecols=guessed, dtype=str)  # pandas' missing-value texts, as for the numbers
+    for i in guessed:
+        name = real.columns[i]
+        if text[name].str.match(r"0\d").any():
+            real[name] = text[name]
     return real
 
 
@@ -757,7 +778,8 @@ def _common_options(p, method: str) -> None:
     p.add_argument("--delta", type=_checked(float, lambda v: 0 < v < 1, "in (0, 1)"), default=1e-9,
                    help="delta of the (epsilon, delta)-DP guarantee (unused by the pure epsilon-DP view methods)")
     p.add_argument("--method", choices=sorted(_synthesizers()), default=method,
-                   help=f"(default {method}) aim, mst: centralized baselines; hybrid: RandDPGen over simulated parties; "
+                   help=f"(default {method}) aim, mst: centralized baselines; "
+                        "hybrid: RandDPGen over simulated parties; "
                         "vertical: VertiMRF over parties holding column blocks; "
                         "partition: PPSyn (strict, DP); partition-paper: PPSyn as published (NOT DP); "
                         "view / view+: DPView / DPView+ (pure epsilon-DP)")
