@@ -61,7 +61,7 @@ import pandas as pd
 
 from .pipeline import SynthesisPipeline
 from .preprocessing import TableDiscretizer
-from .preprocessing.table import private_metadata, schema_from_json
+from .preprocessing.table import normalize_schema, private_metadata, schema_from_json
 from .privacy import ReproducibleNoiseWarning
 from .utils import MemoryLimitError
 
@@ -293,7 +293,20 @@ def _view_size(text: str):
     return value
 
 
-def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins: int, seed, verbose: int,
+def _bins(text: str):
+    """``--bins``: an integer >= 1 or 'auto'."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1 or 'auto', got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1 or 'auto', got {text}")
+    return value
+
+
+def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins, seed, verbose: int,
                    parties: dict | None = None, view_size=5, preprocessing_epsilon: float | None = None,
                    discover_categories: bool = False, max_view_cells: int | None = None):
     """The preprocessing + synthesizer chain the command runs.
@@ -323,8 +336,26 @@ def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins:
         elif method == "partition-paper":  # the published algorithm: not DP, and the ledger says so
             extra["privacy_mode"] = "paper"
     synth = _synthesizers()[method](epsilon=epsilon, random_state=seed, verbose=verbose, **extra)
-    table = TableDiscretizer(schema, n_bins=n_bins, epsilon=preprocessing_epsilon, delta=pre_delta, random_state=seed)
+    table = TableDiscretizer(_with_uniform_bins(schema, n_bins), n_bins=n_bins, epsilon=preprocessing_epsilon,
+                             delta=pre_delta, random_state=seed)
     return SynthesisPipeline([("table", table), ("synth", synth)])
+
+
+#: Equal-width bins of a numeric column whose schema gives its bounds only, with ``--bins auto``.
+_UNIFORM_BINS = 16
+
+
+def _with_uniform_bins(schema, n_bins):
+    """With ``--bins auto``, a numeric column whose schema gives bounds but no bins gets ``_UNIFORM_BINS``
+    equal-width bins (free); the others are binned adaptively, their number chosen from the released count."""
+    if n_bins != "auto" or not schema:
+        return schema
+    out = {}
+    for column, spec in normalize_schema(schema).items():
+        bounded = (spec.get("type") == "numeric" and spec.get("bounds") is not None and "n_bins" not in spec
+                   and spec.get("strategy", "uniform") == "uniform")
+        out[column] = {**spec, "n_bins": _UNIFORM_BINS} if bounded else spec
+    return out
 
 
 def _seed_note(seed) -> str | None:
@@ -793,8 +824,10 @@ def _common_options(p, method: str) -> None:
                         "(default 2)")
     p.add_argument("--rows", type=_checked(int, lambda v: v >= 0, "an integer >= 0"), default=None,
                    help="number of synthetic records (default: the DP estimate of the record count)")
-    p.add_argument("--bins", type=_checked(int, lambda v: v >= 1, "an integer >= 1"), default=16,
-                   help="bins per numeric column without its own n_bins/edges in the schema")
+    p.add_argument("--bins", type=_bins, default="auto",
+                   help="bins per numeric column without its own n_bins/edges in the schema; 'auto' (default): "
+                        f"{_UNIFORM_BINS} equal-width bins where the schema gives bounds, else adaptive DP bins "
+                        "(about sqrt(n)/4, 2 to 32, plus one per value many records share)")
     p.add_argument("--target", default=None,
                    help="label column: hold out --test-size of the records and report train-on-synthetic-"
                         "test-on-real accuracy")
