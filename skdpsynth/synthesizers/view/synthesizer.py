@@ -6,12 +6,15 @@ The pipeline, with the steps and sections of the paper (§IV, Fig. 1):
   (numeric columns are bucketized beforehand, e.g. by
   :class:`~skdpsynth.preprocessing.DPKBinsDiscretizer` with public bounds in a
   :class:`~skdpsynth.pipeline.SynthesisPipeline`);
-* S2 (§IV-C) — views from public domain sizes only (:mod:`.views`);
+* S2 (§IV-C) — views from public domain sizes only (:mod:`.views`), their
+  size chosen by default from the sizes, ε and a DP record count
+  (:func:`~.views.auto_view_size`);
 * S3 (§IV-D) — one Laplace measurement per view with budget ``P_i ε``,
-  ``P_i ∝ dom(v_i)^{1/3}`` (:mod:`.allocation`): the only data access;
-* S4 (§IV-E) — consistency / non-negativity loop, record count ``n̂``
-  (:mod:`.postprocess`); consistency-aware normalization runs at sampling
-  time, for the requested number of records;
+  ``P_i ∝ dom(v_i)^{1/3}`` (:mod:`.allocation`), and by default one Laplace
+  record count: the only data access;
+* S4 (§IV-E) — consistency / non-negativity loop (:mod:`.postprocess`);
+  consistency-aware normalization runs at sampling time, for the requested
+  number of records;
 * S5 (§IV-F, §IV-G) — linking ``b_1 → c_1 → b_2 → …`` (:mod:`.linking`).
 """
 from __future__ import annotations
@@ -30,7 +33,7 @@ from ..base import BaseSynthesizer
 from .allocation import budget_shares
 from .linking import integer_reference, link
 from .postprocess import con_neg_loop, concentration, consistency_gap, negative_mass, normalize
-from .views import ViewPlan, auto_view_size, view_domain_size, view_list_generation
+from .views import ViewPlan, _expected_error, auto_view_size, view_domain_size, view_list_generation
 
 __all__ = ["ViewSynthesizer", "ViewModel", "measure_views"]
 
@@ -170,8 +173,16 @@ class ViewSynthesizer(BaseSynthesizer):
     also measures the upper cross views ``(b_i ∪ b_{i+1}) \\ c_i`` and uses them
     to choose partners when linking.
 
-    Pure ε-DP (δ = 0) under add/remove-one neighbours: the view tables are the
-    only release, ``n̂`` is derived from them, and ``sample`` is post-processing.
+    By default (``view_size="auto"``) the view size is not the paper's fixed 5
+    but the one whose modelled 2-way error is lowest for the domain sizes, ε
+    and a DP record count; the attributes whose domains the budget cannot
+    afford in a joint view are measured alone, as independent columns
+    (:func:`~skdpsynth.synthesizers.view.views.auto_view_size`).  The record
+    count ``n̂`` is that DP count.  ``view_size=5, n_estimator="mean"`` is the
+    paper's configuration.
+
+    Pure ε-DP (δ = 0) under add/remove-one neighbours: the record count and
+    the view tables are the only releases, and ``sample`` is post-processing.
 
     Parameters
     ----------
@@ -180,23 +191,32 @@ class ViewSynthesizer(BaseSynthesizer):
     domain : dict or Domain, optional
         Public domain ``{column: [categories]}`` or ``{column: size}``; see
         :class:`~skdpsynth.synthesizers.base.BaseSynthesizer`.
-    view_size : int or "auto", default=5
-        Attributes per base and cross view, ``d >= 2`` (the paper uses 5 for
-        Adult).  ``"auto"`` applies our reading of the paper's guideline
-        (:func:`~.views.auto_view_size`), which needs the record count: the
-        public ``n_public`` if given, else a Laplace count spending
-        ``count_share · ε`` (recorded in the ledger; the views get the rest).
+    view_size : "auto" or int, default="auto"
+        ``"auto"``: the view size ``d`` and the attributes measured alone that
+        minimise the modelled mean 2-way TVD
+        (:func:`~skdpsynth.synthesizers.view.views.auto_view_size`); it reads
+        the domain sizes, ε and the record count — the public ``n_public`` if
+        given, else the Laplace count of ``count_share``.  An integer ``d >= 2``:
+        the paper's base and cross views of ``d`` attributes over every
+        attribute (the paper uses 5 for Adult); ``1``: every column alone
+        (independent columns).
     variant : {"dpview", "dpview+"}, default="dpview"
         ``"dpview+"`` adds the upper cross views.
     n_search : int, default=1000
         Random candidates of the view-list search (Algorithm 3).
     n_public : int, optional
-        A public record count, used only by ``view_size="auto"``.
+        A public record count: read by ``view_size="auto"`` and, with
+        ``n_estimator="count"``, taken as ``n̂``; then no budget goes to the count.
     count_share : float, default=0.05
-        Share of ε spent on the record count for ``view_size="auto"`` without ``n_public``.
-    n_estimator : {"mean", "weighted"}, default="mean"
-        ``n̂`` from the raw noisy view totals: their mean (the paper) or their
-        inverse-variance weighted mean (weights ``∝ P_i²/dom(v_i)``).
+        Share of ε spent on a Laplace record count when one is needed
+        (``view_size="auto"`` or ``n_estimator="count"``) and ``n_public`` is
+        not given; the views get the rest.
+    n_estimator : {"count", "mean", "weighted"}, default="count"
+        ``n̂``: the record count (the Laplace count, or ``n_public``), or from
+        the raw noisy view totals, their mean (the paper, §V-A) or their
+        inverse-variance weighted mean (weights ``∝ P_i²/dom(v_i)``).  The
+        totals' noise grows with the views' cell counts: with views of 5 on
+        Adult at ε = 1, the mean is off by up to 9%.
     budget_allocation : {"optimal", "uniform"}, default="optimal"
         ``P_i ∝ dom(v_i)^{1/3}`` (the paper), or ``1/k`` (ablation).
     consistency_weights : {"optimal", "uniform"}, default="optimal"
@@ -213,7 +233,8 @@ class ViewSynthesizer(BaseSynthesizer):
         Confidence of the noise bound ``ρ_i = −ln(1−γ)/(P_i ε)`` that picks the
         most concentrated view to start normalization from.
     max_view_cells : int, default=50_000_000
-        Refuse (before spending any budget) view lists with a larger view.
+        Refuse (before spending any budget) view lists with a larger view;
+        ``"auto"`` only tries view sizes whose views cannot be larger.
     random_state : None, int or numpy.random.Generator
         Seeds the view search, the noise and sampling.  Seeded noise is for
         reproducibility; leave it ``None`` when releasing data.
@@ -224,14 +245,21 @@ class ViewSynthesizer(BaseSynthesizer):
     ----------
     base_views_, cross_views_, upper_views_ : list of tuple of str
         The views (column names).
-    view_type_ : {"I", "II", "III", "flat"}
-        The case of the paper's §IV-C2 (Types I–III); ``"flat"``: ``m <= d``, a single view.
+    single_views_ : list of tuple of str
+        The one-column views of the columns measured alone (chosen by
+        ``"auto"``; every column with ``view_size=1``; none with ``d >= 2``).
+    view_type_ : {"I", "II", "III", "flat", "independent"}
+        The case of the paper's §IV-C2 (Types I–III) for the columns in
+        views; ``"flat"``: they fit in a single view; ``"independent"``: every
+        column is measured alone.
     view_size_ : int
-        The view size used (the chosen one for ``"auto"``).
+        The view size used (the chosen one for ``"auto"``; 1 when every column is measured alone).
     view_plan_ : ViewPlan
         The same views as attribute positions, with the linking chain.
     view_domain_sizes_, budget_shares_, epsilons_, noise_scales_ : ndarray
-        Per view (base, cross, upper order): ``dom(v_i)``, ``P_i``, ``P_i ε`` and ``1/(P_i ε)``.
+        Per view (base, cross, upper, single order): ``dom(v_i)``, ``P_i``, ``P_i ε`` and ``1/(P_i ε)``.
+    expected_error_ : float
+        The modelled mean 2-way TVD of the plan at ``n̂`` (what ``"auto"`` minimises; a model, not a measurement).
     n_records_ : int
         ``n̂``, the DP record count (the default number of sampled records).
     n_postprocess_iter_ : int
@@ -242,7 +270,7 @@ class ViewSynthesizer(BaseSynthesizer):
         The view consistency-aware normalization starts from.
     model_ : ViewModel
     privacy_ledger_ : PrivacyLedger
-        One pure entry per view (plus the record count for ``"auto"``), summing to ε.
+        One pure entry per view, plus the record count when one is released, summing to ε.
 
     Notes
     -----
@@ -250,24 +278,37 @@ class ViewSynthesizer(BaseSynthesizer):
     records agreeing on the shared attributes form complete bipartite blocks,
     and pairing them up block by block is a maximum matching (proof in
     :mod:`skdpsynth.synthesizers.view.linking`); after normalization it is
-    perfect.  ``sample(n)`` for ``n ≠ n̂`` re-normalizes the tables to ``n``
-    (post-processing), so it always returns exactly ``n`` records.
+    perfect.  A column measured alone is linked without shared attributes, by
+    a random pairing.  ``sample(n)`` for ``n ≠ n̂`` re-normalizes the tables to
+    ``n`` (post-processing), so it always returns exactly ``n`` records.
 
     Examples
     --------
     >>> from skdpsynth.datasets import load_adult
     >>> from skdpsynth.synthesizers.view import ViewSynthesizer
     >>> adult = load_adult(discretized=True)
-    >>> X = adult.frame[["workclass", "education-num", "marital-status", "race", "sex", "income>50K"]].iloc[:5000]
-    >>> synth = ViewSynthesizer(epsilon=1.0, view_size=3, domain=adult.domain.project(X.columns).to_dict(),
-    ...                         random_state=0).fit(X)
-    >>> synth.view_type_, synth.base_views_
-    ('I', [('education-num', 'marital-status', 'sex'), ('workclass', 'race', 'income>50K')])
-    >>> synth.cross_views_   # the 1 largest attribute of b_1, the 1 smallest of b_2, 1 more (odd d)
-    [('education-num', 'race', 'income>50K')]
-    >>> synth.sample().shape == (synth.n_records_, 6), synth.sample(100).shape
-    (True, (100, 6))
+    >>> synth = ViewSynthesizer(epsilon=1.0, domain=adult.domain.to_dict(), random_state=0).fit(adult.frame)
+    >>> synth.view_size_, synth.view_type_, synth.base_views_   # the automatic rule on Adult at ε = 1
+    (4, 'III', [('marital-status', 'relationship', 'sex', 'income>50K'), ('workclass', 'race', 'sex', 'income>50K')])
+    >>> [c for (c,) in synth.single_views_]   # the columns the budget cannot afford in a joint view
+    ['age', 'fnlwgt', 'education-num', 'occupation', 'capital-gain', 'capital-loss', 'hours-per-week', 'native-country']
+    >>> abs(synth.n_records_ / len(adult.frame) - 1) < 0.01   # n̂: a Laplace count with 5% of ε
+    True
+    >>> synth.sample(100).shape
+    (100, 14)
     >>> abs(synth.privacy_ledger_.total_epsilon() - 1.0) < 1e-12
+    True
+
+    The paper's configuration: views of ``view_size`` attributes over every column, ``n̂`` from the view totals.
+
+    >>> X = adult.frame[["workclass", "education-num", "marital-status", "race", "sex", "income>50K"]].iloc[:5000]
+    >>> paper = ViewSynthesizer(epsilon=1.0, view_size=3, n_estimator="mean",
+    ...                         domain=adult.domain.project(X.columns).to_dict(), random_state=0).fit(X)
+    >>> paper.view_type_, paper.base_views_
+    ('I', [('education-num', 'marital-status', 'sex'), ('workclass', 'race', 'income>50K')])
+    >>> paper.cross_views_   # the 1 largest attribute of b_1, the 1 smallest of b_2, 1 more (odd d)
+    [('education-num', 'race', 'income>50K')]
+    >>> paper.sample().shape == (paper.n_records_, 6)
     True
     """
 
@@ -276,12 +317,12 @@ class ViewSynthesizer(BaseSynthesizer):
         epsilon: float = 1.0,
         *,
         domain=None,
-        view_size: int | str = 5,
+        view_size: int | str = "auto",
         variant: str = "dpview",
         n_search: int = 1000,
         n_public: int | None = None,
         count_share: float = 0.05,
-        n_estimator: str = "mean",
+        n_estimator: str = "count",
         budget_allocation: str = "optimal",
         consistency_weights: str = "optimal",
         max_postprocess_iter: int = 100,
@@ -313,7 +354,7 @@ class ViewSynthesizer(BaseSynthesizer):
         return {"epsilon": float(self.epsilon)}   # checked by _check_params (BaseSynthesizer's constraints)
 
     _parameter_constraints = {
-        "view_size": [Options("auto"), Interval(Integral, 2, None)],
+        "view_size": [Options("auto"), Interval(Integral, 1, None)],
         "variant": [Options(*_VARIANTS)],
         "n_search": [Interval(Integral, 1, None)],
         "max_postprocess_iter": [Interval(Integral, 1, None)],
@@ -322,7 +363,7 @@ class ViewSynthesizer(BaseSynthesizer):
         "count_share": [Interval(Real, 0, 1, closed="neither")],
         "gamma": [Interval(Real, 0, 1, closed="neither")],
         "postprocess_tol": [Interval(Real, 0, None)],
-        "n_estimator": [Options("mean", "weighted")],
+        "n_estimator": [Options("count", "mean", "weighted")],
         "budget_allocation": [Options("optimal", "uniform")],
         "consistency_weights": [Options("optimal", "uniform")],
     }
@@ -332,32 +373,8 @@ class ViewSynthesizer(BaseSynthesizer):
         sizes = tuple(domain.shape)
         # The view plan is released: it gets the fit's public stream, never the noise generator's outputs.
         view_rng, noise_rng = self._public_rng, rng
-        upper = self.variant == "dpview+"
-        eps_views = epsilon
-
-        # §IV-C7: "auto" needs n, which is private: a public hint, or a Laplace count paid for here.
-        if self.view_size == "auto":
-            if self.n_public is not None:
-                n_hint = float(self.n_public)
-            else:
-                eps_count = float(self.count_share * epsilon)
-                eps_views = epsilon - eps_count
-                n_hint = float(laplace_mechanism(marginal(codes, domain, []), epsilon=eps_count, sensitivity=1.0,
-                                                 random_state=noise_rng, ledger=ledger,
-                                                 description="record count for view_size='auto'"))
-            d = auto_view_size(sizes, eps_views, max(n_hint, 1.0), upper=upper, gamma=self.gamma)
-            self._log(f"view_size='auto' chose d={d} (record count {'public' if self.n_public else 'DP'} ~{n_hint:.0f})")
-        else:
-            d = int(self.view_size)
-
-        # S2 (§IV-C): views from the public sizes only.
-        plan = view_list_generation(d, sizes, self.n_search, view_rng, upper=upper)
+        plan, d, n_count, eps_views = self._count_and_plan(codes, domain, ledger, view_rng, noise_rng, epsilon)
         view_sizes = np.array([view_domain_size(v, sizes) for v in plan.views], dtype=np.float64)
-        if view_sizes.max() > self.max_view_cells:
-            worst = plan.views[int(np.argmax(view_sizes))]
-            raise ValueError(
-                f"The view {tuple(domain.attrs[a] for a in worst)} has {int(view_sizes.max()):,} cells, more than "
-                f"max_view_cells={self.max_view_cells:,}. Use a smaller view_size, coarser bins, or raise max_view_cells.")
         self._log(f"{len(plan.views)} views (type {plan.view_type}, d={d}), {int(view_sizes.sum()):,} cells in all")
 
         # S3 (§IV-D): optimal shares, one Laplace release per view.
@@ -365,9 +382,11 @@ class ViewSynthesizer(BaseSynthesizer):
         epsilons = np.array(_split_budget(eps_views, shares))
         noisy = measure_views(codes, domain, plan.views, epsilons, noise_rng, ledger, plan.kinds)
 
-        # §V-A: n̂ from the noisy totals (never from len(X)).
+        # n̂ from the record count or (§V-A) from the noisy totals; never from len(X).
         totals = np.array([t.sum() for t in noisy])
-        if self.n_estimator == "mean":
+        if self.n_estimator == "count":
+            n_hat = n_count
+        elif self.n_estimator == "mean":
             n_hat = float(totals.mean())
         else:
             precision = shares**2 / view_sizes  # 1 / variance of each total, up to 2/ε²
@@ -393,10 +412,12 @@ class ViewSynthesizer(BaseSynthesizer):
         self.base_views_ = [names(v) for v in plan.base]
         self.cross_views_ = [names(v) for v in plan.cross]
         self.upper_views_ = [names(v) for v in plan.upper]
+        self.single_views_ = [names((a,)) for a in plan.single]
         self.view_domain_sizes_ = view_sizes.astype(np.int64)
         self.budget_shares_ = shares
         self.epsilons_ = epsilons
         self.noise_scales_ = 1.0 / epsilons
+        self.expected_error_ = _expected_error(plan, sizes, eps_views, n_hat, allocation=self.budget_allocation)
         self.n_postprocess_iter_ = n_iter
         self.postprocess_converged_ = converged
         self.postprocess_negative_mass_ = negative_mass(tables)
@@ -406,6 +427,49 @@ class ViewSynthesizer(BaseSynthesizer):
         self._log(f"n_hat={n_hat}; {n_iter} consistency pass(es), negative mass left "
                   f"{self.postprocess_negative_mass_ / n_hat:.2%} of n_hat (converged={converged}); "
                   f"normalization starts from {self.start_view_}")
+
+    def _count_and_plan(self, codes, domain: Domain, ledger: PrivacyLedger, view_rng, noise_rng,
+                        epsilon: float) -> tuple[ViewPlan, int, float | None, float]:
+        """S2 (§IV-C) and the record count: ``(plan, d, n_count, ε of the views)``; ``n_count`` is None when
+        neither the rule nor ``n̂`` needs a count."""
+        sizes = tuple(domain.shape)
+        upper = self.variant == "dpview+"
+        auto = self.view_size == "auto"
+        # The paper's views of d attributes depend on the public sizes only: checked before anything is spent.
+        if auto:
+            self._refuse_large_views([(a,) for a in range(len(sizes))], sizes, domain)
+        else:
+            d = int(self.view_size)
+            plan = view_list_generation(d, sizes, self.n_search, view_rng, upper=upper)
+            self._refuse_large_views(plan.views, sizes, domain)
+
+        # The record count: public, or a Laplace count (sensitivity 1) paid for here.
+        eps_views, n_count = epsilon, None
+        if self.n_public is not None:
+            n_count = float(self.n_public)
+        elif auto or self.n_estimator == "count":
+            eps_count = float(self.count_share * epsilon)
+            eps_views = epsilon - eps_count
+            n_count = float(laplace_mechanism(marginal(codes, domain, []), epsilon=eps_count, sensitivity=1.0,
+                                              random_state=noise_rng, ledger=ledger, description="record count"))
+        if auto:
+            d, single = auto_view_size(sizes, eps_views, max(n_count, 1.0), upper=upper,
+                                       max_view_cells=self.max_view_cells, allocation=self.budget_allocation)
+            plan = view_list_generation(d, sizes, self.n_search, view_rng, upper=upper, single=single)
+            self._log(f"view_size='auto' chose d={d} with {len(single)} column(s) alone (record count "
+                      f"{'public' if self.n_public is not None else 'DP'} ~{n_count:.0f})")
+            self._refuse_large_views(plan.views, sizes, domain)   # invariant: the rule bounds the views' cells
+        return plan, d, n_count, eps_views
+
+    def _refuse_large_views(self, views, sizes, domain: Domain) -> None:
+        """Refuse a view with more than ``max_view_cells`` cells, naming it (public sizes only)."""
+        cells = [view_domain_size(v, sizes) for v in views]
+        if max(cells, default=0) > self.max_view_cells:
+            worst = views[int(np.argmax(cells))]
+            raise ValueError(
+                f"The view {tuple(domain.attrs[a] for a in worst)} has {max(cells):,} cells, more than "
+                f"max_view_cells={self.max_view_cells:,}. Use a smaller view_size, coarser bins, or raise "
+                f"max_view_cells.")
 
     # -- sample -------------------------------------------------------------------------------------------
     def _sample_codes(self, n_samples: int, rng: np.random.Generator) -> np.ndarray:

@@ -1,8 +1,10 @@
 """S2 — view list generation from public domain sizes only (DPView paper §IV-C).
 
 Every function here is a pure function of the attribute domain sizes ``s``
-(public metadata), the view size ``d`` and a random generator: no data is
-read, so nothing here costs privacy budget.
+(public metadata), the view size ``d`` and a random generator — and, for the
+automatic rule :func:`auto_view_size`, of ε and a record count that the
+caller releases with DP or takes from public metadata: no data is read, so
+nothing here costs privacy budget.
 
 Attributes are referred to by their position ``0 .. m-1`` in the domain; the
 returned views are sorted tuples of positions (the axis order of their
@@ -16,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from .allocation import budget_shares
 
 __all__ = [
     "ViewPlan",
@@ -56,16 +60,23 @@ class ViewPlan:
         Base views ``b_1..b_kB``, cross views ``c_i`` (between ``b_i`` and
         ``b_{i+1}``) and, for DPView+, upper cross views ``u_i``; each view a
         sorted tuple of attribute positions.
-    view_type : {"I", "II", "III", "flat"}
+    view_type : {"I", "II", "III", "flat", "independent"}
         §IV-C2: ``d`` divides ``m`` (I); the short last base view has more (II)
         or at most (III, compensated) ``d/2`` attributes; ``m <= d`` (flat:
-        one view, no cross views).
+        one view, no cross views); "independent": no base view, every
+        attribute is measured alone.  The type is that of the attributes not
+        in ``single``.
     total_size : int
-        ``D = Σ dom(b) + Σ dom(c)``, the objective VLG minimises (upper views excluded).
+        ``D = Σ dom(b) + Σ dom(c)``, the objective VLG minimises (upper and single views excluded).
     feasible : bool
         Whether every cross view has ``dom <= max dom(b)`` (Algorithm 3's filter).
     compensation : tuple of int
         Type III: the ``d - r`` attributes of ``b_{kB-1}`` also put in ``b_kB``.
+    single : tuple of int
+        Attributes measured alone, each in a one-attribute view linked to the
+        others without shared attributes, i.e. as an independent column
+        (chosen by :func:`auto_view_size` when the budget cannot afford them
+        in a larger view; not part of the paper).
 
     Examples
     --------
@@ -78,6 +89,10 @@ class ViewPlan:
     ('base', 'base', 'cross', 'upper')
     >>> plan.chain   # linking order b1, c1, b2 as indices into views
     (0, 2, 1)
+    >>> plan = ViewPlan(base=((0, 1),), cross=(), upper=(), view_type="flat", total_size=6, feasible=True,
+    ...                 single=(2, 3))   # attributes 2 and 3 alone
+    >>> plan.views, plan.kinds, plan.chain
+    (((0, 1), (2,), (3,)), ('base', 'single', 'single'), (0, 1, 2))
     """
 
     base: tuple[View, ...]
@@ -87,21 +102,26 @@ class ViewPlan:
     total_size: int
     feasible: bool
     compensation: tuple[int, ...] = ()
+    single: tuple[int, ...] = ()
 
     @property
     def views(self) -> tuple[View, ...]:
-        """All measured views: base, then cross, then upper (the order of every per-view array)."""
-        return self.base + self.cross + self.upper
+        """All measured views: base, cross, upper, then single (the order of every per-view array)."""
+        return self.base + self.cross + self.upper + tuple((a,) for a in self.single)
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        """``"base"``, ``"cross"`` or ``"upper"`` per entry of :attr:`views`."""
-        return ("base",) * len(self.base) + ("cross",) * len(self.cross) + ("upper",) * len(self.upper)
+        """``"base"``, ``"cross"``, ``"upper"`` or ``"single"`` per entry of :attr:`views`."""
+        return (("base",) * len(self.base) + ("cross",) * len(self.cross) + ("upper",) * len(self.upper)
+                + ("single",) * len(self.single))
 
     @property
     def chain(self) -> tuple[int, ...]:
-        """Indices into :attr:`views` in linking order ``b_1, c_1, b_2, …`` (see :func:`view_chain`)."""
-        return view_chain(len(self.base), len(self.cross))
+        """Indices into :attr:`views` in linking order ``b_1, c_1, b_2, …`` (see :func:`view_chain`), then the
+        single views, which share no attribute with the views before them."""
+        first_single = len(self.base) + len(self.cross) + len(self.upper)
+        paper = view_chain(len(self.base), len(self.cross)) if self.base else ()
+        return paper + tuple(range(first_single, first_single + len(self.single)))
 
 
 def view_chain(n_base: int, n_cross: int) -> tuple[int, ...]:
@@ -238,8 +258,33 @@ def _candidate(d, sizes, rng):
     return base, cross, kind, extra, sum(dom_b) + sum(dom_c), feasible
 
 
+def _search(d: int, sizes: list[int], n_search: int, rng: np.random.Generator):
+    """Algorithm 3's loop: the smallest-``D`` candidate passing the filter, or (second value False) the
+    smallest-``D`` one when none passes."""
+    best, best_any = None, None
+    for _ in range(n_search):
+        cand = _candidate(d, sizes, rng)
+        total, feasible = cand[4], cand[5]
+        if best_any is None or total < best_any[4]:
+            best_any = cand
+        if feasible and (best is None or total < best[4]):  # strict: the first minimum is kept
+            best = cand
+        if cand[2] == "flat":
+            break  # one possible candidate only
+    return (best, True) if best is not None else (best_any, False)
+
+
+def _core_plan(found, core: Sequence[int], upper: bool, single: Sequence[int]) -> ViewPlan:
+    """The plan of a search run on the attributes ``core`` (positions 0..len(core)-1), in the attributes' positions."""
+    base, cross, kind, extra, total, feasible = found
+    ups = upper_cross_views(base, cross) if upper else []
+    canon = lambda views: tuple(tuple(sorted(core[a] for a in v)) for v in views)  # noqa: E731
+    return ViewPlan(canon(base), canon(cross), canon(ups), kind, int(total), bool(feasible),
+                    tuple(sorted(core[a] for a in extra)), tuple(sorted(single)))
+
+
 def view_list_generation(d: int, sizes: Sequence[int], n_search: int, rng: np.random.Generator,
-                         upper: bool = False) -> ViewPlan:
+                         upper: bool = False, single: Sequence[int] = ()) -> ViewPlan:
     """Algorithm 3 (VLG): ``n_search`` random BVG+CVG candidates, keep the smallest ``D`` (paper §IV-C6).
 
     A candidate is rejected when a cross view has a larger domain than the
@@ -251,7 +296,7 @@ def view_list_generation(d: int, sizes: Sequence[int], n_search: int, rng: np.ra
     Parameters
     ----------
     d : int
-        View size, ``>= 2``.
+        View size, ``>= 2``; ``1`` measures every attribute alone.
     sizes : sequence of int
         Public domain size of every attribute.
     n_search : int
@@ -259,6 +304,11 @@ def view_list_generation(d: int, sizes: Sequence[int], n_search: int, rng: np.ra
     rng : numpy.random.Generator
     upper : bool, default=False
         DPView+.
+    single : sequence of int, default=()
+        Attributes measured alone (one-attribute views, :attr:`ViewPlan.single`);
+        the views are generated for the others.  Not in the paper: the
+        automatic rule (:func:`auto_view_size`) isolates the attributes whose
+        domains the budget cannot afford in a larger view.
 
     Returns
     -------
@@ -267,37 +317,33 @@ def view_list_generation(d: int, sizes: Sequence[int], n_search: int, rng: np.ra
     Examples
     --------
     >>> import numpy as np
-    >>> plan = view_list_generation(5, [85, 9, 100, 16, 7, 15, 6, 5, 2, 100, 100, 99, 42, 2], 200,
-    ...                             np.random.default_rng(0), upper=True)
+    >>> adult = [85, 9, 100, 16, 7, 15, 6, 5, 2, 100, 100, 99, 42, 2]
+    >>> plan = view_list_generation(5, adult, 200, np.random.default_rng(0), upper=True)
     >>> plan.view_type, len(plan.base), len(plan.cross), len(plan.upper)   # Adult: m=14, d=5
     ('II', 3, 2, 2)
     >>> sorted(a for b in plan.base for a in b) == list(range(14))
     True
+    >>> plan = view_list_generation(3, adult, 200, np.random.default_rng(0), single=(0, 2, 9, 10, 11, 12))
+    >>> plan.view_type, len(plan.base), len(plan.cross), plan.single   # 8 attributes in views of 3
+    ('II', 3, 2, (0, 2, 9, 10, 11, 12))
     """
-    if d < 2:
-        raise ValueError(f"view_size must be >= 2, got {d}.")
+    if d < 1:
+        raise ValueError(f"view_size must be >= 1, got {d}.")
     if n_search < 1:
         raise ValueError(f"n_search must be >= 1, got {n_search}.")
     sizes = [int(s) for s in sizes]
-    best, best_any = None, None
-    for _ in range(n_search):
-        cand = _candidate(d, sizes, rng)
-        total, feasible = cand[4], cand[5]
-        if best_any is None or total < best_any[4]:
-            best_any = cand
-        if feasible and (best is None or total < best[4]):  # strict: the first minimum is kept
-            best = cand
-        if cand[2] == "flat":
-            break  # one possible candidate only
-    if best is None:
+    single = sorted({int(a) for a in single})
+    if any(not 0 <= a < len(sizes) for a in single):
+        raise ValueError(f"single must hold attribute positions in 0..{len(sizes) - 1}, got {single}.")
+    core = [a for a in range(len(sizes)) if a not in set(single)]
+    if d == 1 or (single and len(core) <= 1):  # a one-attribute view left beside single ones is one of them
+        return ViewPlan((), (), (), "independent", 0, True, (), tuple(range(len(sizes))))
+    best, feasible = _search(d, [sizes[a] for a in core], n_search, rng)
+    if not feasible:
         warnings.warn(
             f"No view list with every cross view at most as large as the largest base view was found in "
-            f"{n_search} trials; using the smallest one found (D={best_any[4]:,}).", RuntimeWarning, stacklevel=2)
-        best = best_any
-    base, cross, kind, extra, total, feasible = best
-    ups = upper_cross_views(base, cross) if upper else []
-    canon = lambda views: tuple(tuple(sorted(v)) for v in views)  # noqa: E731
-    return ViewPlan(canon(base), canon(cross), canon(ups), kind, int(total), bool(feasible), tuple(sorted(extra)))
+            f"{n_search} trials; using the smallest one found (D={best[4]:,}).", RuntimeWarning, stacklevel=2)
+    return _core_plan(best, core, upper, single)
 
 
 def count_views(m: int, d: int, upper: bool = False) -> int:
@@ -318,59 +364,137 @@ def count_views(m: int, d: int, upper: bool = False) -> int:
     return k_b + n_cross * (2 if upper else 1)
 
 
-def _gaussian_mass_above(n_axis: int, d: int, threshold: float) -> float:
-    """Mass of the cells with probability > ``threshold`` of a d-dim standard normal on an ``n_axis``^d grid over [-3, 3]^d.
+#: The TVD a 2-way marginal is assumed to lose when its two attributes are linked as independent.  It stands for
+#: the data's dependence, which the rule may not read: measured (beyond the sampling floor) 0.062 on average over
+#: Adult's pairs and about 0.02 on a generated 35-column table (``doc/view.md``, "Choosing the view size"); the
+#: smaller value makes the rule prefer independent columns unless a view's noise is well below it.
+DEPENDENCE = 0.03
 
-    The cell probabilities factorise over the axes, so the distribution of
-    ``log p(cell)`` is built axis by axis (values merged to 1e-9 in log space)
-    instead of enumerating ``n_axis**d`` cells.
+
+def _noise_tvd(u: np.ndarray) -> np.ndarray:
+    """TVD a marginal loses to noise of modelled size ``u``: ``u`` when small, saturating at 1/2.
+
+    Non-negativity and normalization keep a noise-swamped table a distribution, about as far from the data's as a
+    random one: the paper's views of 5 on Adult at ε = 1 give a 2-way TVD of 0.32-0.38 (``doc/view.md``).
     """
-    edges = np.linspace(-3.0, 3.0, n_axis + 1)
-    centers = (edges[:-1] + edges[1:]) / 2
-    p1 = np.exp(-centers**2 / 2)
-    p1 /= p1.sum()
-    logp1 = np.log(p1)
-    keys, mass = np.zeros(1), np.ones(1)
-    for _ in range(d):
-        keys = (keys[:, None] + logp1[None, :]).ravel()
-        mass = (mass[:, None] * p1[None, :]).ravel()
-        keys, inv = np.unique(np.round(keys, 9), return_inverse=True)
-        mass = np.bincount(inv.ravel(), weights=mass)
-    return float(mass[keys > np.log(threshold)].sum())
+    return u / (1.0 + 2.0 * u)
 
 
-def auto_view_size(sizes: Sequence[int], epsilon: float, n: float, upper: bool = False, gamma: float = 0.95,
-                   tau: float = 0.5, max_size: int = 8) -> int:
-    """Our reading of the paper's guideline for the view size ``d`` (§IV-C7); needs a record count ``n``.
+def _expected_error(plan: ViewPlan, sizes: Sequence[int], epsilon: float, n: float,
+                    dependence: float = DEPENDENCE, allocation: str = "optimal") -> float:
+    """The modelled mean TVD of the 2-way marginals of data synthesized from ``plan`` (see :func:`auto_view_size`).
 
-    For each ``d`` in ``2 .. min(m, max_size)``: with ``k(d)`` views sharing ε
-    evenly, Laplace noise stays within ``ρ = −ln(1−γ)·k(d)/ε`` with probability
-    ``γ``; a view is modelled as a d-dimensional standard normal discretized on
-    ``L^d`` cells (``L`` = the geometric-mean attribute domain size); ``mass(d)``
-    is the probability of the cells whose expected count ``n·p(c)`` exceeds ``ρ``.
-    The largest ``d`` with ``mass(d) >= tau`` is returned; if none passes,
-    2 (even the smallest views are mostly noise, so keep them small; falling
-    back to the default 5 would give small data the largest views).  The
-    paper's printed formula has a sign error and an undefined threshold;
-    ``γ = 0.95``, ``τ = 0.5`` and the grid model are ours (``doc/deviations.md``,
-    "Automatic view size").
+    A marginal on the attributes ``A`` read from a view ``v`` measured with ``Lap(1/ε_v)`` sums
+    ``ξ = dom(v)/dom(A)`` noisy cells per cell, noise of mean absolute value ``2√ξ/(√π ε_v)`` (normal
+    approximation), so its TVD is ``u = √(dom(v)·dom(A)) / (√π ε_v n)`` (through ``_noise_tvd``).  A pair in
+    a view gets the smallest ``u`` of its views; a pair in none is the product of its 1-way marginals, which loses
+    their noise and ``dependence``, the latter only as far as the marginals are not noise themselves.
+    """
+    m = len(sizes)
+    if m < 2:
+        return 0.0
+    s = np.asarray(sizes, dtype=np.float64)
+    views = plan.views
+    cells = np.array([float(view_domain_size(v, sizes)) for v in views])
+    eps = budget_shares(cells, allocation) * epsilon
+    scale = 1.0 / (math.sqrt(math.pi) * eps * max(float(n), 1.0))
+    one = np.full(m, np.inf)
+    two = np.full((m, m), np.inf)
+    for view, dom, sc in zip(views, cells, scale):
+        idx = list(view)
+        one[idx] = np.minimum(one[idx], np.sqrt(dom * s[idx]) * sc)
+        block = np.ix_(idx, idx)
+        two[block] = np.minimum(two[block], np.sqrt(dom * np.outer(s[idx], s[idx])) * sc)
+    a, b = np.triu_indices(m, 1)
+    covered = np.isfinite(two[a, b])
+    apart = _noise_tvd(one[a] + one[b])
+    error = np.where(covered, _noise_tvd(np.where(covered, two[a, b], 0.0)), apart + dependence * (1 - 2 * apart))
+    return float(error.mean())
 
-    ``n`` is private: pass a public value, or a differentially private estimate
-    whose cost is accounted for (as :class:`ViewSynthesizer` does).
+
+def auto_view_size(sizes: Sequence[int], epsilon: float, n: float, upper: bool = False, *, max_size: int = 8,
+                   max_view_cells: int | None = None, dependence: float = DEPENDENCE, n_trials: int = 20,
+                   allocation: str = "optimal") -> tuple[int, tuple[int, ...]]:
+    """The view size ``d`` and the attributes measured alone whose modelled 2-way error is lowest (§IV-C7, ours).
+
+    The paper's guideline (§IV-C7) picks one ``d`` for all attributes; on data whose domains differ (Adult: 2 to
+    100 values) any one ``d`` either leaves the small attributes apart or buries the large ones in noise.  This
+    rule scores, for every ``d`` in ``2 .. max_size`` and every ``k``, the plan that measures the ``k`` largest
+    attributes alone (one-attribute views, i.e. independent columns) and the others in DPView's views of ``d``,
+    plus the plan of independent columns only; it returns the plan with the lowest modelled mean TVD over the
+    2-way marginals.  The model (``_expected_error``) charges a pair in a view the Laplace noise of its
+    projection, ``u = √(dom(v)·dom(a,b)) / (√π ε_v n)`` with the paper's shares ``ε_v`` (§IV-D), saturating at
+    1/2, and a pair in no view its 1-way marginals' noise plus ``dependence``, the TVD assumed lost by linking it
+    as independent (the data's dependence, which the rule may not read).  ``doc/deviations.md``, "Automatic view
+    size", and ``doc/view.md`` give the measurements behind it.
+
+    Everything read is public: the domain sizes, ε and ``n``; ``n`` is private, so pass a public value or a
+    differentially private estimate whose cost is accounted for (as :class:`ViewSynthesizer` does).  Each plan
+    is scored on a seeded search of ``n_trials`` candidates (Algorithm 3), so the result is a function of the
+    arguments only.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Public domain size of every attribute.
+    epsilon : float
+        The budget of the views.
+    n : float
+        Record count (public or DP).
+    upper : bool, default=False
+        DPView+ (the upper cross views are part of every plan scored).
+    max_size : int, default=8
+        Largest ``d`` tried.
+    max_view_cells : int, optional
+        Plans whose views may have more cells (bounded by the product of the ``d`` largest sizes measured
+        together) are not tried.
+    dependence : float, default=DEPENDENCE
+        TVD assumed lost by a pair linked as independent.
+    n_trials : int, default=20
+        Candidates of the search per plan scored.
+    allocation : {"optimal", "uniform"}, default="optimal"
+        The budget shares of the views (:func:`~.allocation.budget_shares`).
+
+    Returns
+    -------
+    d : int
+        The view size (1: every attribute alone).
+    single : tuple of int
+        The attributes measured alone, for :func:`view_list_generation`'s ``single``.
 
     Examples
     --------
     >>> sizes = [85, 9, 100, 16, 7, 15, 6, 5, 2, 100, 100, 99, 42, 2]   # Adult
-    >>> auto_view_size(sizes, 1.0, 48842), auto_view_size(sizes, 1.0, 1e8), auto_view_size(sizes, 0.1, 1000)
-    (3, 6, 2)
+    >>> auto_view_size(sizes, 0.95, 48842)   # ε = 1 less the record count's 5%: 6 columns in views of 4
+    (4, (0, 2, 3, 5, 9, 10, 11, 12))
+    >>> auto_view_size(sizes, 0.95, 500)     # few records: sex and income together, the rest alone
+    (2, (0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12))
+    >>> auto_view_size(sizes, 0.95, 10**8)   # many: the paper's views over every column
+    (6, ())
+    >>> auto_view_size([100, 100, 100], 0.1, 1000)   # no joint view is worth its noise
+    (1, (0, 1, 2))
     """
     m = len(sizes)
+    sizes = [int(x) for x in sizes]
+    best = (1, tuple(range(m)))
     if m < 2:
-        return 2
-    n_axis = max(2, int(round(math.exp(np.mean(np.log(np.asarray(sizes, dtype=np.float64)))))))
-    best = None
-    for d in range(2, min(m, max_size) + 1):
-        rho = -math.log(1.0 - gamma) * count_views(m, d, upper) / epsilon
-        if _gaussian_mass_above(n_axis, d, rho / max(float(n), 1.0)) >= tau:
-            best = d
-    return 2 if best is None else best
+        return best
+    best_error = _expected_error(ViewPlan((), (), (), "independent", 0, True, (), best[1]), sizes, epsilon, n,
+                                 dependence, allocation)
+    order = sorted(range(m), key=lambda a: (-sizes[a], a))   # the largest domains are isolated first
+    # Every k up to 64 columns; beyond, 64 of them, evenly spaced, to keep the rule under a few seconds.
+    ks = range(m - 1) if m <= 64 else sorted({int(k) for k in np.linspace(0, m - 2, 64).round()})
+    for d in range(2, min(max_size, m) + 1):
+        for k in sorted(ks, reverse=True):   # ties go to the plan with more independent columns
+            core = sorted(order[k:])
+            if len(core) < d:   # d = len(core) already gave the single view of the core
+                continue
+            # No view of d columns of the core, cross and upper views included, exceeds its d largest sizes.
+            if max_view_cells is not None and math.prod(sorted(sizes[a] for a in core)[-d:]) > max_view_cells:
+                continue
+            found, _ = _search(d, [sizes[a] for a in core], n_trials, np.random.default_rng(0))
+            plan = _core_plan(found, core, upper, order[:k])
+            error = _expected_error(plan, sizes, epsilon, n, dependence, allocation)
+            if error < best_error:
+                best, best_error = (d, plan.single), error
+    return best
