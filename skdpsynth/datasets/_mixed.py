@@ -158,7 +158,7 @@ def _account_days(rng, n: int) -> np.ndarray:
 
 def _churn(rng, people: dict, income: np.ndarray, habits: dict, tenure_years: np.ndarray) -> np.ndarray:
     """The target: more churn in the first year, among the unemployed and part-timers; less with income, children."""
-    logit = (-1.1 + 1.2 * (tenure_years < 1) - 0.6 * np.log(income / np.median(income))
-             + 0.8 * (people["employment"] == "unemployed") + 0.5 * (habits["hours_per_week"] < 30)
-             - 0.25 * habits["children"])
+    logit = (-1.2 + 2.0 * (tenure_years < 1) - 1.5 * np.log(income / np.median(income))
+             + 1.5 * (people["employment"] == "unemployed") + 1.0 * (habits["hours_per_week"] < 30)
+             - 0.5 * habits["children"])
     return rng.random(len(income)) < 1 / (1 + np.exp(-logit))
