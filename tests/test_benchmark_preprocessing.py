@@ -200,3 +200,13 @@ def test_run_one_end_to_end_on_a_small_table():
     text = bench.format_tables([result])
     assert "### mixed, new defaults" in text and all(f"| {c} |" in text for c in scored)
     assert text.count("| PASS |") + text.count("| FAIL") == len(scored)
+
+
+def test_via_csv_reads_the_table_as_the_command_line_does():
+    frame = make_mixed_table(200, random_state=2)
+    read = bench._via_csv(frame, bench.initial_schema(frame, "baseline"))
+    assert list(read.columns) == list(frame.columns) and len(read) == len(frame)
+    for c in ["age", "children", "hours_per_week"]:
+        assert read[c].dtype == np.int64 and (read[c] == frame[c]).all()
+    pd.testing.assert_series_equal(read["basket_value"], frame["basket_value"])   # floats round-trip exactly
+    assert read["region"].isna().sum() == frame["region"].isna().sum()
