@@ -307,7 +307,7 @@ def _bins(text: str):
 
 
 def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins, seed, verbose: int,
-                   parties: dict | None = None, view_size=5, preprocessing_epsilon: float | None = None,
+                   parties: dict | None = None, view_size="auto", preprocessing_epsilon: float | None = None,
                    discover_categories: bool = False, max_view_cells: int | None = None):
     """The preprocessing + synthesizer chain the command runs.
 
@@ -815,7 +815,8 @@ def _common_options(p, method: str) -> None:
                         "partition: PPSyn (strict, DP); partition-paper: PPSyn as published (NOT DP); "
                         "view / view+: DPView / DPView+ (pure epsilon-DP)")
     p.add_argument("--view-size", type=_view_size, default=None, metavar="D",
-                   help="--method view/view+: attributes per view, or 'auto' (default 5)")
+                   help="--method view/view+: attributes per view, or 'auto' (default: chosen from the columns' "
+                        "sizes, epsilon and a DP record count)")
     p.add_argument("--max-view-cells", type=_checked(int, lambda v: v >= 1, "an integer >= 1"), default=None,
                    metavar="N", help="--method view/view+: the most cells a view may have (default 50,000,000)")
     p.add_argument("--parties", type=_parties, default=None, metavar="KxS|M",
@@ -860,7 +861,7 @@ def _check_method_options(ap, args) -> None:
     if getattr(args, "max_view_cells", None) is not None and args.method not in _PURE:
         ap.error(f"--max-view-cells applies to --method view / view+ only, not {args.method!r}")
     if args.view_size is None:
-        args.view_size = 5
+        args.view_size = "auto"
 
 
 def _run_command(ap, args, command) -> int:

@@ -390,11 +390,11 @@ def test_dpview_views_come_from_public_sizes_and_are_measured_as_planned(table, 
     (plan,) = spy.calls_to("view_list_generation")
     assert not spy.from_noise_stream(plan.args["rng"]), "the view plan was drawn from the noise generator"
     laplace = spy.calls_to("laplace_mechanism")
+    count, laplace = laplace[0], laplace[1:]   # the record count: n̂ by default, and what "auto" reads
+    assert np.asarray(count.args["values"]).shape == ()  # the count, a 0-way marginal
     if view_size == "auto":
-        count, laplace = laplace[0], laplace[1:]
         (auto,) = spy.calls_to("auto_view_size")
         assert auto.args["n"] == max(float(count.result), 1.0), "view_size='auto' read another record count"
-        assert np.asarray(count.args["values"]).shape == ()  # the count, a 0-way marginal
     codes = table.to_numpy()
     views = syn.view_plan_.views
     entries = [e for e in syn.privacy_ledger_ if e.description.endswith("Laplace counts")]

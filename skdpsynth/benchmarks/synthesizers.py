@@ -12,8 +12,8 @@ table has.  Methods (``--methods``):
 
 * ``mst``: ``MSTSynthesizer``; ``aim``: ``AIMSynthesizer`` (defaults: all
   3-way marginals of at most 10,000 cells);
-* ``dpview`` / ``dpview+``: ``ViewSynthesizer(variant=...)`` with the default
-  ``view_size=5``;
+* ``dpview`` / ``dpview+``: ``ViewSynthesizer(variant=...)`` with its defaults
+  (``view_size="auto"``, the record count a Laplace count);
 * ``randdpgen``: ``HybridSynthesizer`` with the simulated hybrid partition
   ``{"n_slices": 2, "n_vertical": 2}`` (K = S = 2: two seeded row slices, each
   split into two contiguous column groups — the quick setting of
