@@ -128,9 +128,38 @@ def test_bounds_extend_over_a_gap_to_a_tail_the_union_bound_would_cut():
     tail = int(np.flatnonzero(lows == 4096)[0])
     noisy[zero] = 30_000
     noisy[tail] = 0.5 * (_adaptive.extension_threshold(epsilon, 16) + 9.47 / epsilon)
-    assert _adaptive.bounds_from_magnitudes(noisy, epsilon, 9.47 / epsilon, possible) == (zero, tail)
+    magnitudes = np.maximum(np.abs(lows), np.abs(highs))
+    assert _adaptive.bounds_from_magnitudes(noisy, epsilon, 9.47 / epsilon, possible, magnitudes) == (zero, tail)
     noisy[tail] = 0.9 * _adaptive.extension_threshold(epsilon, 16)
-    assert _adaptive.bounds_from_magnitudes(noisy, epsilon, 9.47 / epsilon, possible) == (zero, zero)
+    assert _adaptive.bounds_from_magnitudes(noisy, epsilon, 9.47 / epsilon, possible, magnitudes) == (zero, zero)
+
+
+def test_bounds_never_jump_to_an_empty_magnitude_far_from_the_data():
+    """A bucket far from the mode passing the union-bound threshold by noise no longer stretches the range."""
+    lows, highs = _bucket_edges()
+    magnitudes = np.maximum(np.abs(lows), np.abs(highs))
+    possible = _adaptive.possible_buckets(lows, highs, None)
+    epsilon = 0.05
+    noisy = np.zeros(lows.size)
+    body = np.flatnonzero((lows >= 2.0 ** 14) & (highs <= 2.0 ** 17))
+    noisy[body] = 2000
+    noisy[np.flatnonzero(lows == 2.0 ** 60)] = 1000  # above the core threshold 9.47/0.05 = 189
+    first, last = _adaptive.bounds_from_magnitudes(noisy, epsilon, 9.47 / epsilon, possible, magnitudes)
+    assert (first, last) == (body[0], body[-1])
+
+
+def test_bounds_span_both_signs_across_the_tiny_magnitudes():
+    """A balance between -60,000 and 60,000: about 130 buckets of tiny magnitude lie between its halves."""
+    lows, highs = _bucket_edges()
+    magnitudes = np.maximum(np.abs(lows), np.abs(highs))
+    possible = _adaptive.possible_buckets(lows, highs, None)
+    epsilon = 0.05
+    noisy = np.zeros(lows.size)
+    negative = np.flatnonzero((lows >= -(2.0 ** 16)) & (highs <= -(2.0 ** 13)))
+    positive = np.flatnonzero((lows >= 2.0 ** 13) & (highs <= 2.0 ** 16))
+    noisy[negative], noisy[positive] = 600, 500
+    first, last = _adaptive.bounds_from_magnitudes(noisy, epsilon, 9.47 / epsilon, possible, magnitudes)
+    assert lows[first] == -(2.0 ** 16) and highs[last] == 2.0 ** 16
 
 
 def test_table_discretizer_defaults_bin_adaptively_only_what_has_no_public_bounds():

@@ -102,9 +102,10 @@ def test_schema_is_complete_after_fit_and_reusable_for_free(X):
     assert list(schema) == list(X.columns)
     assert schema["age"] == {"type": "numeric", "bounds": [17.0, 90.0], "n_bins": 6, "strategy": "uniform"}
     assert schema["income"]["n_bins"] == 5 and schema["income"]["bounds"] == list(table.discretizer_.bounds_["income"])
-    # DP-discovered: an "other" category for unreleased values; missing values only when declared.
+    # DP-discovered: an "other" category for unreleased values; missing values (none here) are a candidate of
+    # the release, and unreleased they go to "other" too.
     assert schema["color"] == {"type": "categorical", "categories": sorted(COLORS),
-                               "handle_unknown": "other", "missing": "error"}
+                               "handle_unknown": "other", "missing": "other"}
     # Reusing the DP-released schema is post-processing: no budget, no warning, the same output.
     reused = _fit_quietly(TableDiscretizer(schema, random_state=0), X)
     assert len(reused.privacy_ledger_) == 0
@@ -350,7 +351,8 @@ def test_hostile_params(X):
 def test_missing_values_in_numeric_columns_are_rejected(X):
     holes = X.copy()
     holes.loc[3, "income"] = np.nan
-    with pytest.raises(ValueError, match="numeric column 'income' has missing values.*categorical"):
+    # Public bounds (free equal-width bins): no bin for missing values unless the spec asks for one.
+    with pytest.raises(ValueError, match="numeric column 'income' has missing values.*'missing': 'category'"):
         TableDiscretizer(public_schema()).fit(holes)
     table = _fit_quietly(TableDiscretizer(public_schema()), X)
     with pytest.raises(ValueError, match="'income' has missing values"):
@@ -361,7 +363,27 @@ def test_missing_values_in_numeric_columns_are_rejected(X):
     with pytest.warns(PrivacyLeakWarning, match="income"):
         out = TableDiscretizer(schema).fit_transform(coarse)
     assert len(out) == len(coarse) and out["income"].iloc[3] == "__missing__"
+    # Or numeric with a missing-value bin: missing values come back missing.
+    schema = {**public_schema(), "income": {"type": "numeric", "bounds": [-20, 140], "missing": "category"}}
+    table = _fit_quietly(TableDiscretizer(schema, random_state=0), holes)
+    assert table.schema_["income"]["missing"] == "category"
+    back = table.inverse_transform(table.transform(holes))
+    assert back["income"].isna().tolist() == holes["income"].isna().tolist()
 
+
+def test_adaptive_float_columns_get_a_missing_bin_by_default(X):
+    """An adaptive column whose dtype can hold missing values gets a bin for them (decided from the dtype, so
+    the domain is public); missing values come back missing, the others as numbers."""
+    holes = X.copy()
+    holes.loc[::7, "income"] = np.nan
+    table = _fit_quietly(TableDiscretizer({"color": COLORS, "size": SIZES, "member": [False, True]},
+                                          epsilon=2.0, random_state=0), holes)
+    assert table.schema_["income"]["strategy"] == "adaptive" and table.schema_["income"]["missing"] == "category"
+    assert "missing" not in table.schema_["age"]  # an int64 column cannot hold missing values: no bin
+    codes = table.transform(holes)
+    assert codes["income"].cat.categories[-1] == "__missing__"
+    back = table.inverse_transform(codes)
+    assert back["income"].isna().tolist() == holes["income"].isna().tolist()
 
 def test_transform_and_inverse_check_columns(X):
     table = _fit_quietly(TableDiscretizer(public_schema()), X)
@@ -419,18 +441,20 @@ def test_schema_edges_validation(spec, match):
 
 # -- issue 14: defaults, empty tables, inf, reproducible inverse ------------------------------------
 def test_categorical_defaults_are_those_of_the_encoder(X):
-    """Public and data-read categories are exact, DP-discovered ones get "__other__", "__missing__" only on request."""
+    """Public and data-read categories are exact; DP-discovered ones get "__other__", and their missing values
+    are a candidate of the release ("auto"): without missing values in the data they resolve to "other"."""
     frame = X[["color", "size", "member"]]
     dp = _fit_quietly(TableDiscretizer({"color": COLORS}, epsilon=1.0, delta=1e-6, random_state=0), frame)
     assert {c: (s["handle_unknown"], s["missing"]) for c, s in dp.schema_.items()} == {
-        "color": ("error", "error"), "size": ("other", "error"), "member": ("other", "error")}
+        "color": ("error", "error"), "size": ("other", "other"), "member": ("other", "other")}
     assert list(dp.transform(frame)["size"].cat.categories) == sorted(SIZES) + ["__other__"]
     with pytest.warns(PrivacyLeakWarning):
         read = TableDiscretizer({"color": COLORS}).fit(frame)
     assert read.schema_["size"] == {"type": "categorical", "categories": sorted(SIZES), "handle_unknown": "error",
                                     "missing": "error"}
     assert list(read.transform(frame)["size"].cat.categories) == sorted(SIZES)
-    encoder = DPCategoricalEncoder({"color": COLORS}, epsilon=1.0, delta=1e-6, random_state=0).fit(frame)
+    encoder = DPCategoricalEncoder({"color": COLORS}, epsilon=1.0, delta=1e-6, missing={"size": "auto", "member": "auto"},
+                                   random_state=0).fit(frame)
     assert {c: (encoder.handle_unknown_[c], encoder.missing_[c]) for c in frame} == {
         c: (s["handle_unknown"], s["missing"]) for c, s in dp.schema_.items()}
 

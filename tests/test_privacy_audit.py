@@ -377,6 +377,24 @@ def test_audit_dp_kbins_discretizer_adaptive_bounds():
     assert ratio >= 0.1
 
 
+def test_audit_encoder_missing_values_count():
+    """DPCategoricalEncoder(missing="auto"): the missing values' count is released with the other counts against
+    its own threshold ln(50)/ε; every record is in one count, so the release is ε-DP (δ only covers the values
+    that D' has and D has not). D has 4 missing values and 20 "a", D' one missing value more; the statistic is
+    whether the missing category was released (threshold 3.9 at ε = 1)."""
+    epsilon, delta = 1.0, 1e-6
+
+    def release(n_missing):
+        frame = pd.DataFrame({"x": ["a"] * 20 + [None] * n_missing})
+        return lambda rng: float(DPCategoricalEncoder(epsilon=epsilon, delta=delta, missing="auto",
+                                                      random_state=rng).fit(frame).missing_["x"] == "category")
+
+    res, ratio = run_audit(f"DPCategoricalEncoder missing auto eps={epsilon}", epsilon,
+                           release(4), release(5), n_runs=6000, delta=delta, random_state=20)
+    assert res.epsilon_lower_bound <= epsilon
+    assert ratio >= 0.25
+
+
 def test_audit_release_above_threshold_count_one_vs_two():
     """Thresholded Laplace counts at τ = dp_threshold(ε, δ): a rare value seen once vs twice.
 

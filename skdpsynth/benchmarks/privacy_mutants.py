@@ -409,7 +409,7 @@ CATALOGUE: tuple[Mutant, ...] = (
             "sensitivity=0.5,\n",
             [_COMPONENT_AUDITS + "::test_dpview_view_cell_audit", _RECONCILIATION]),
     _mutant("dpview_record_count_from_the_data", "ViewSynthesizer",
-            "n_records_ is the exact record count instead of the noisy tables' estimate",
+            "n_records_ is the exact record count instead of its DP estimate (by default the Laplace count)",
             _VIEW, "        n_hat = max(1, int(round(n_hat)))\n", "        n_hat = max(1, int(codes.shape[0]))\n",
             ["tests/test_view.py::test_record_count_comes_from_the_noisy_tables"]),
     _mutant("dpview_view_measured_twice", "ViewSynthesizer",
@@ -425,10 +425,9 @@ CATALOGUE: tuple[Mutant, ...] = (
             "                                                random_state=rng)) / 2)\n",
             [_RECONCILIATION + "::test_every_draw_of_a_synthesizer_is_charged_once"]),
     _mutant("dpview_auto_view_size_from_the_record_count", "ViewSynthesizer",
-            "view_size='auto' (not the default) sizes the views by the exact record count",
-            _VIEW, "            d = auto_view_size(sizes, eps_views, max(n_hint, 1.0), upper=upper, gamma=self.gamma)\n",
-            "            d = auto_view_size(sizes, eps_views, max(float(codes.shape[0]), 1.0), upper=upper, "
-            "gamma=self.gamma)\n",
+            "view_size='auto' (the default) sizes the views by the exact record count",
+            _VIEW, "            d, single = auto_view_size(sizes, eps_views, max(n_count, 1.0), upper=upper,\n",
+            "            d, single = auto_view_size(sizes, eps_views, max(float(codes.shape[0]), 1.0), upper=upper,\n",
             [_SELECTION + "::test_dpview_views_come_from_public_sizes_and_are_measured_as_planned",
              _SELECTION + "::test_the_data_is_read_only_through_the_mechanisms"]),
     _mutant("dpview_plan_from_the_noise_generator", "ViewSynthesizer",
@@ -492,12 +491,12 @@ CATALOGUE: tuple[Mutant, ...] = (
             ["tests/test_preprocessing_encoder.py::test_frequent_values_always_released_sorted_and_ledger"]),
     _mutant("encoder_second_threshold_draw", "DPCategoricalEncoder",
             "a value below the threshold gets a second, uncharged noisy count (twice the delta)",
-            _ENCODER, "                keep = release_above_threshold(counts.to_numpy(), epsilon=eps_col,\n"
-                      "                                               threshold=tau, random_state=rng)\n",
-            "                keep = release_above_threshold(counts.to_numpy(), epsilon=eps_col,\n"
-            "                                               threshold=tau, random_state=rng)\n"
-            "                keep |= release_above_threshold(counts.to_numpy(), epsilon=eps_col,\n"
-            "                                                threshold=tau, random_state=rng)\n",
+            _ENCODER, "                keep = release_above_threshold(candidates, epsilon=eps_col,\n"
+                      "                                               threshold=cut, random_state=rng)\n",
+            "                keep = release_above_threshold(candidates, epsilon=eps_col,\n"
+            "                                               threshold=cut, random_state=rng)\n"
+            "                keep |= release_above_threshold(candidates, epsilon=eps_col,\n"
+            "                                                threshold=cut, random_state=rng)\n",
             ["tests/test_preprocessing_encoder.py::test_single_occurrence_release_rate_at_most_delta"]),
     _mutant("encoder_missing_category_only_if_seen", "DPCategoricalEncoder",
             "missing='category' (not the default) adds the label only when the column has missing values",
@@ -508,6 +507,12 @@ CATALOGUE: tuple[Mutant, ...] = (
             more=[Patch(_ENCODER, "        self.handle_unknown_ = handle_unknown\n",
                         "        self._seen_missing = {c for c in columns if frame[c].isna().any()}\n"
                         "        self.handle_unknown_ = handle_unknown\n")]),
+    _mutant("adaptive_cells_released_exactly", "DPKBinsDiscretizer",
+            "strategy='adaptive' charges the cells' histogram but keeps the exact counts",
+            "skdpsynth/preprocessing/discretizer.py",
+            "            counts = laplace_mechanism(\n                counts, epsilon=eps_cells,",
+            "            _ = laplace_mechanism(\n                counts, epsilon=eps_cells,",
+            ["tests/test_privacy_audit.py::test_audit_dp_kbins_discretizer_adaptive_histogram"]),
     _mutant("table_each_strategy_group_spends_the_numeric_budget", "TableDiscretizer",
             "every strategy group's discretizer gets the whole numeric epsilon",
             "skdpsynth/preprocessing/table.py",

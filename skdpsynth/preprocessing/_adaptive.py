@@ -46,34 +46,57 @@ __all__: list[str] = []  # the machinery of DPKBinsDiscretizer(strategy="adaptiv
 
 
 def bounds_from_magnitudes(noisy: np.ndarray, epsilon: float, core_threshold: float,
-                           possible: np.ndarray) -> tuple[int, int] | None:
+                           possible: np.ndarray, magnitudes: np.ndarray) -> tuple[int, int] | None:
     """The first and last magnitude bucket of the column's range, from the buckets' noisy counts.
 
-    A bucket whose noisy count passes ``core_threshold`` (a union bound over
-    all buckets, see ``DPKBinsDiscretizer``) is certainly occupied; the range
-    then grows, down and up, to the farthest of the next 16 possible buckets
-    (buckets no value can be in, ``possible`` False, are stepped over) whose
-    noisy count exceeds ``ln(16 / (2 β)) / ε`` with β = 0.01: one step
-    extends over unoccupied buckets only with probability β, so a tail of a
-    thousand records past a gap (the capital gains above 0) is kept where the
-    union bound over all 259 buckets would cut it. Post-processing of the
-    noisy counts: no extra cost. ``None`` when no bucket passes the core
-    threshold.
+    The range starts at the bucket with the largest noisy count, if that
+    passes ``core_threshold`` (a union bound over all buckets, see
+    ``DPKBinsDiscretizer``); ``None`` otherwise. It then grows, down and up, to
+    the farthest bucket of a window ahead whose noisy count exceeds
+    ``ln(m / (2 β)) / ε`` with β = 0.01, m the window's buckets (so one step
+    extends over unoccupied buckets only with probability β). A window holds
+    the next 16 possible buckets (``possible`` False: no value can be there)
+    plus, free, the buckets of magnitude below 1/64 of the range's (the ~130
+    buckets of tiny magnitudes between a column's negative and positive
+    values hold at most a sliver of them): a tail of a thousand records past a
+    gap (the capital gains above 0), or the other sign of a balance, is kept
+    where the union bound over all 259 buckets would cut it, and a range never
+    jumps to an empty magnitude far from the data. Post-processing of the
+    noisy counts: no extra cost.
     """
-    core = np.flatnonzero(noisy > core_threshold)
-    if core.size == 0:
+    mode = int(np.argmax(np.where(possible, noisy, -np.inf)))
+    if not noisy[mode] > core_threshold:
         return None
-    reach = extension_threshold(epsilon, _LOOKAHEAD)
-    first, last = int(core[0]), int(core[-1])
-    while True:  # the next _LOOKAHEAD possible buckets below and above; the farthest that passes extends
-        below = [b for b in range(first - 1, -1, -1) if possible[b]][:_LOOKAHEAD]
-        above = [b for b in range(last + 1, noisy.size) if possible[b]][:_LOOKAHEAD]
-        passing_below = [b for b in below if noisy[b] > reach]
-        passing_above = [b for b in above if noisy[b] > reach]
-        if not (passing_below or passing_above):
+    first = last = mode
+    while True:
+        scale = max(magnitudes[first], magnitudes[last]) / 64.0
+        below = _window(range(first - 1, -1, -1), possible, magnitudes, scale)
+        above = _window(range(last + 1, noisy.size), possible, magnitudes, scale)
+        grown = False
+        for window, side in ((below, "below"), (above, "above")):
+            reach = extension_threshold(epsilon, max(len(window), 1))
+            passing = [b for b in window if noisy[b] > reach]
+            if passing:
+                grown = True
+                if side == "below":
+                    first = min(passing)
+                else:
+                    last = max(passing)
+        if not grown:
             return first, last
-        first = min(passing_below, default=first)
-        last = max(passing_above, default=last)
+
+
+def _window(order, possible: np.ndarray, magnitudes: np.ndarray, tiny: float) -> list:
+    """The next possible buckets in ``order``: _LOOKAHEAD of them, plus any of magnitude below ``tiny``."""
+    out, counted = [], 0
+    for b in order:
+        if not possible[b]:
+            continue
+        if counted == _LOOKAHEAD:
+            break
+        out.append(b)
+        counted += magnitudes[b] >= tiny
+    return out
 
 
 def extension_threshold(epsilon: float, candidates: int = 1) -> float:
@@ -94,6 +117,11 @@ def _lattice(values: np.ndarray, step: float | None) -> np.ndarray:
     if step is None:
         return values
     return np.ceil(np.round(values / step, 9)) * step
+
+
+def on_lattice(lower: float, upper: float, step: float) -> tuple[float, float]:
+    """Bounds moved out onto the lattice ``step * Z`` (public bounds stay bounds of the same values)."""
+    return (float(np.floor(np.round(lower / step, 9)) * step), float(np.ceil(np.round(upper / step, 9)) * step))
 
 
 def cell_edges(lower: float, upper: float, lows: np.ndarray, highs: np.ndarray, occupied: np.ndarray,
@@ -150,9 +178,42 @@ def noisy_cell_weights(noisy_cells: np.ndarray, threshold: float, cell_bucket: n
     kept_mass = np.bincount(bucket, weights=weights, minlength=n_buckets + 1)[:n_buckets]
     rest_size = np.bincount(bucket, weights=np.where(kept, 0.0, sizes), minlength=n_buckets + 1)[:n_buckets]
     leftover = np.maximum(np.asarray(bucket_counts, dtype=np.float64) - kept_mass, 0.0)
-    per_size = np.divide(leftover, rest_size, out=np.zeros(n_buckets), where=rest_size > 0)
-    spread = np.where(inside & ~kept, per_size[np.minimum(bucket, n_buckets - 1)] * sizes, 0.0)
-    return weights + spread
+    own = np.minimum(bucket, n_buckets - 1)
+    # Each cell's share of its bucket's rest, sizes / rest_size first: a continuous column's zero cell is 5e-324
+    # wide, and leftover / 5e-324 overflows to inf (then auto_n_bins(inf) raises OverflowError).
+    share = np.divide(sizes, rest_size[own], out=np.zeros(sizes.shape), where=inside & ~kept & (rest_size[own] > 0))
+    return weights + leftover[own] * share
+
+
+#: Decimals the kinds histogram tells apart: values with 0 .. MAX_DECIMALS decimals, and finer ones.
+MAX_DECIMALS = 6
+
+
+def kinds_counts(values: np.ndarray) -> np.ndarray:
+    """Counts of the records by kind: missing, or the fewest decimals (0 .. MAX_DECIMALS, then "finer") that
+    write the value; every record is of one kind, so the counts have L1 sensitivity 1 under add/remove.
+
+    Index d (0 .. MAX_DECIMALS) counts values with d decimals, ``MAX_DECIMALS + 1`` finer values and the last
+    entry missing ones.
+    """
+    missing = np.isnan(values)
+    finite = values[~missing]
+    kind = np.full(finite.size, MAX_DECIMALS + 1, dtype=np.intp)
+    for d in range(MAX_DECIMALS, -1, -1):  # the fewest decimals wins
+        scaled = finite * 10.0 ** d
+        exact = np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))
+        kind[exact] = d
+    counts = np.bincount(kind, minlength=MAX_DECIMALS + 2)
+    return np.append(counts, int(missing.sum()))
+
+
+def decimals_from_kinds(noisy: np.ndarray, threshold: float) -> int | None:
+    """The column's precision from the kinds' noisy counts: the most decimals a released kind has, or None
+    (continuous) when finer values are released or no kind is."""
+    passing = np.flatnonzero(np.asarray(noisy[:MAX_DECIMALS + 2]) > threshold)
+    if passing.size == 0 or passing[-1] == MAX_DECIMALS + 1:
+        return None
+    return int(passing[-1])
 
 
 def cell_sizes(edges: np.ndarray, step: float | None) -> np.ndarray:

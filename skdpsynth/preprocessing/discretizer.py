@@ -35,6 +35,9 @@ from ._input import (
 
 __all__ = ["DPKBinsDiscretizer"]
 
+#: The category of the missing values of a column with a missing-value bin (that of DPCategoricalEncoder).
+MISSING_LABEL = "__missing__"
+
 # Magnitude buckets of the DP range estimate: |x| in (2^(k-1), 2^k] for k in
 # _K_MIN.._K_MAX (|x| <= 2^_K_MIN goes to k = _K_MIN, |x| > 2^(_K_MAX - 1) to k = _K_MAX).
 _K_MIN, _K_MAX = -64, 64
@@ -404,7 +407,9 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
     """
 
     def __init__(self, n_bins=10, *, columns=None, strategy="uniform", bounds=None, epsilon=None,
-                 bounds_epsilon_fraction=None, output="interval", random_state=None, edges=None, decimals=None):
+                 bounds_epsilon_fraction=None, output="interval", random_state=None, edges=None, decimals=None,
+                 missing="error"):
+        self.missing = missing
         self.n_bins = n_bins
         self.columns = columns
         self.edges = edges
@@ -423,8 +428,9 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
 
     # -- input handling ----------------------------------------------------
     @staticmethod
-    def _numeric_values(frame: pd.DataFrame, name) -> np.ndarray:
-        """The column as float64, rejecting what cannot be binned: non-numbers, NaN and ±inf."""
+    def _numeric_values(frame: pd.DataFrame, name, allow_missing: bool = False) -> np.ndarray:
+        """The column as float64, rejecting what cannot be binned: non-numbers, ±inf and (unless the column has
+        a missing-value bin) NaN."""
         col = frame[name]
         dtype = col.dtype
         hint = ("DPKBinsDiscretizer bins numeric columns only: encode categorical columns with a (DP) categorical "
@@ -445,7 +451,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
                              or not pd.api.types.is_numeric_dtype(dtype)):
             raise TypeError(f"Column {name!r} has non-numeric dtype {dtype}. {hint}")
         values = col.to_numpy(dtype=np.float64, na_value=np.nan)
-        if np.isnan(values).any():
+        if not allow_missing and np.isnan(values).any():
             raise ValueError(
                 f"Column {name!r} has missing values (NaN). DPKBinsDiscretizer does not handle them: "
                 "impute them first, or encode the column with DPCategoricalEncoder(missing='category')."
@@ -548,6 +554,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         "columns": [None, Names("column names")],
         "strategy": [Options("uniform", "quantile", "adaptive")],
         "decimals": [None, Interval(Integral, 0, 15), Mapping],
+        "missing": [Options("error", "auto", "category"), Mapping],
         "output": [Options("interval", "code")],
         "epsilon": [None, PrivacyParameter()],
         "bounds_epsilon_fraction": [None, Interval(Real, 0, 1, closed="neither")],
@@ -575,7 +582,11 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         frame = as_frame(X)
         check_has_columns(frame, "DPKBinsDiscretizer")
         columns = select_columns(self.columns, frame)
-        values = {c: self._numeric_values(frame, c) for c in columns}
+        missing_bins = self._missing_bins(columns, frame)  # True, False, or "release" (decided by the histogram)
+        with_missing = {c: self._numeric_values(frame, c, bool(missing_bins[c])) for c in columns}
+        values = {c: x[~np.isnan(x)] if missing_bins[c] else x for c, x in with_missing.items()}
+        n_missing = {c: int(with_missing[c].size - values[c].size) for c in columns}
+        self.missing_fill_ = {}
         n_bins, public, public_edges = self._per_column(columns)
         total_bins = sum(_adaptive.MAX_AUTO_BINS if k == "auto" else k for k in n_bins.values())
         check_memory(_BYTES_PER_BIN * float(total_bins),
@@ -612,14 +623,20 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         share = epsilon / len(dp_columns) if (epsilon is not None and dp_columns) else None
 
         self.cell_edges_, self.cell_weights_, self.bin_cells_ = {}, {}, {}
+        self.lattice_steps_ = dict(steps)  # adaptive columns may learn theirs from the kinds histogram
         if adaptive:
             bounds, edges = {}, {}
             for c in columns:
                 if c in public_edges:
                     bounds[c], edges[c] = public[c], public_edges[c].copy()
                     continue
-                bounds[c], edges[c] = self._fit_adaptive(c, values[c], n_bins[c], public.get(c), steps[c],
-                                                         share=share, rng=rng, ledger=ledger)
+                missing_count = n_missing[c] if missing_bins[c] == "release" else None
+                bounds[c], edges[c], released = self._fit_adaptive(c, values[c], n_bins[c], public.get(c), steps[c],
+                                                                   missing_count, share=share, rng=rng, ledger=ledger)
+                if missing_bins[c] == "release":
+                    missing_bins[c] = released
+                    if not released:  # too few missing values to release: they join the middle bin
+                        self.missing_fill_[c] = self._middle_bin(c)
                 n_bins[c] = edges[c].size - 1
         else:
             bounds, edges = self._fit_edges(columns, values, n_bins, public, public_edges, needs_quantiles,
@@ -638,10 +655,34 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         self.feature_names_in_ = np.asarray(list(frame.columns), dtype=object)
         self.n_features_in_ = frame.shape[1]
         self.dtypes_ = {c: frame[c].dtype for c in columns}
-        self.lattice_steps_ = steps
+        self.missing_bins_ = missing_bins
         # The stream of inverse_transform's draws, seeded from the fit's generator.
         self._inverse_rng = check_random_state(inverse_state)
         return self
+
+    def _missing_bins(self, columns, frame: pd.DataFrame) -> dict:
+        """Whether each column gets a bin for missing values, from ``missing`` and the dtypes only (public)."""
+        if isinstance(self.missing, Mapping):
+            unknown = set(self.missing) - set(columns)
+            if unknown:
+                raise ValueError(f"missing names columns that are not {param_scope(self.columns, 'in the data')}: "
+                                 f"{sorted(map(str, unknown))}.")
+            given = {c: self.missing.get(c, "error") for c in columns}
+        else:
+            given = {c: self.missing for c in columns}
+        out = {}
+        for c, option in given.items():
+            if option not in ("error", "auto", "category"):
+                raise ValueError(f"missing for column {c!r} must be 'error', 'auto' or 'category', got {option!r}.")
+            dtype = frame[c].dtype
+            # NumPy integer columns cannot hold a missing value; every other numeric dtype can.
+            can_be_missing = not (pd.api.types.is_integer_dtype(dtype)
+                                  and not isinstance(dtype, pd.api.extensions.ExtensionDtype))
+            # "auto" gives a bin to adaptive columns only: their bins are released anyway, while a column of
+            # public equal-width bins is free and its domain stays what the user gave.
+            out[c] = option == "category" or ("release" if option == "auto" and can_be_missing
+                                              and self.strategy == "adaptive" else False)
+        return out
 
     def _lattice_steps(self, columns, frame: pd.DataFrame) -> dict:
         """Each column's public lattice: ``10**-decimals`` when ``decimals`` names it, 1 for an integer dtype,
@@ -665,9 +706,11 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
             steps[c] = 1.0 if integer and (d is None or d == 0) else (None if d is None else 10.0 ** -int(d))
         return steps
 
-    def _fit_adaptive(self, name, x: np.ndarray, k, public_bounds, step, *, share, rng, ledger):
+    def _fit_adaptive(self, name, x: np.ndarray, k, public_bounds, step, missing_count, *, share, rng, ledger):
         """One column's bins by ``strategy="adaptive"`` (see the module :mod:`._adaptive`): bounds and occupied
-        magnitude buckets, cells, their noisy weights, then about ``k`` bins of equal noisy mass."""
+        magnitude buckets, cells, their noisy weights, then about ``k`` bins of equal noisy mass. With
+        ``missing_count`` (the missing values, for ``missing="auto"``), it is released with the cells' counts,
+        and the last value returned says whether it passed ``ln(50) / ε``: the column then gets a missing bin."""
         lows, highs = _bucket_edges()
         eps_mag, eps_cells = None, share
         if share is not None and public_bounds is None:
@@ -676,6 +719,16 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
             eps_mag = share * fraction
             eps_cells = share - eps_mag
         lower, upper, occupied, bucket_counts = self._magnitudes(name, x, public_bounds, eps_mag, step, rng, ledger)
+        released, found_step = False, step
+        if step is None or missing_count is not None:  # what the column's values look like: one more release
+            eps_kinds = None if eps_cells is None else eps_cells / 3.0
+            eps_cells = None if eps_cells is None else eps_cells - eps_kinds
+            released, decimals = self._kinds(name, x, missing_count, eps_kinds, rng, ledger)
+            if step is None and decimals is not None:
+                found_step = 10.0 ** -decimals
+                lower, upper = _adaptive.on_lattice(lower, upper, found_step)
+        step = found_step
+        self.lattice_steps_[name] = step
         edges = _adaptive.cell_edges(lower, upper, lows, highs, occupied, step)
         cells = np.clip(np.searchsorted(edges, np.clip(x, lower, upper), side="right") - 1, 0, edges.size - 2)
         counts = np.bincount(cells, minlength=edges.size - 1)
@@ -695,7 +748,29 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         self.cell_edges_[name] = edges
         self.cell_weights_[name] = _adaptive.bin_weights(weights, first_cells, edges, step)
         self.bin_cells_[name] = first_cells
-        return (lower, upper), edges[first_cells]
+        return (lower, upper), edges[first_cells], released
+
+    @staticmethod
+    def _kinds(name, x: np.ndarray, missing_count, epsilon: float | None, rng, ledger) -> tuple[bool, int | None]:
+        """Whether the missing values are released, and the column's decimals, from the kinds histogram
+        (:func:`._adaptive.kinds_counts`; ε-DP, or read from the data without a budget)."""
+        counts = _adaptive.kinds_counts(np.append(x, np.full(missing_count or 0, np.nan)))
+        threshold = 0.0
+        if epsilon is not None:
+            counts = laplace_mechanism(
+                counts, epsilon=epsilon, sensitivity=1.0, random_state=rng, ledger=ledger,
+                description=f"kinds of column {name!r}: noisy counts of its values by decimals (0 to "
+                            f"{_adaptive.MAX_DECIMALS}, finer) and of its missing values")
+            # Counts there whatever the data: their threshold needs no δ; an empty one passes with probability 1%.
+            threshold = _adaptive.extension_threshold(epsilon)
+        released = missing_count is not None and bool(counts[-1] > threshold)
+        return released, _adaptive.decimals_from_kinds(counts, threshold)
+
+    def _middle_bin(self, name) -> int:
+        """The bin holding the middle of an adaptive column's released weight (post-processing)."""
+        cumulative = np.cumsum(self.cell_weights_[name])
+        cell = int(np.searchsorted(cumulative, 0.5 * cumulative[-1]))
+        return int(np.searchsorted(self.bin_cells_[name], cell, side="right") - 1)
 
     @staticmethod
     def _magnitudes(name, x: np.ndarray, public_bounds, epsilon: float | None, step, rng, ledger):
@@ -718,7 +793,8 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         noisy = laplace_mechanism(
             counts, epsilon=epsilon, sensitivity=1.0, random_state=rng, ledger=ledger,
             description=f"bounds of column {name!r}: noisy histogram of sign(x)*2^k magnitude buckets")
-        span = _adaptive.bounds_from_magnitudes(noisy, epsilon, _bounds_threshold(epsilon), possible)
+        magnitudes = np.maximum(np.abs(lows), np.abs(highs))
+        span = _adaptive.bounds_from_magnitudes(noisy, epsilon, _bounds_threshold(epsilon), possible, magnitudes)
         if span is None:
             raise ValueError(
                 f"Could not estimate bounds for column {name!r} with epsilon={epsilon:.4g}: no magnitude "
@@ -768,11 +844,17 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         return bounds, edges
 
     # -- transform -------------------------------------------------------------
+    def _has_missing_bin(self, name) -> bool:
+        return getattr(self, "missing_bins_", {}).get(name, False)
+
     def _categories(self, name) -> pd.CategoricalDtype:
+        missing = self._has_missing_bin(name)
         if self.output == "interval":
             cats = pd.IntervalIndex.from_breaks(self.bin_edges_[name], closed="left")
+            if missing:  # the bins, then the missing values' category
+                cats = pd.Index([*cats, MISSING_LABEL], dtype=object)
         else:
-            cats = pd.Index(np.arange(self.n_bins_[name]))
+            cats = pd.Index(np.arange(self.n_bins_[name] + int(missing)))
         # Bin edges are public or DP-released: synthesizers may take the domain from this dtype.
         return mark_public(pd.CategoricalDtype(cats, ordered=True))
 
@@ -797,15 +879,18 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         frame = fitted_frame(X, self.feature_names_in_, "DPKBinsDiscretizer")
         new = {}
         for c in self.columns_:
-            x = self._numeric_values(frame, c)
+            fill = getattr(self, "missing_fill_", {}).get(c)
+            x = self._numeric_values(frame, c, self._has_missing_bin(c) or fill is not None)
             edges = self.bin_edges_[c]
             codes = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, edges.size - 2)
+            # The missing-value bin comes last; without one ("auto", too few to release), the middle bin.
+            codes = np.where(np.isnan(x), edges.size - 1 if fill is None else fill, codes)
             new[c] = pd.Categorical.from_codes(codes, dtype=self._categories(c))
         return self._wrap_output(assemble(frame, new))
 
     def _codes(self, frame: pd.DataFrame, name) -> np.ndarray:
         col = frame[name]
-        k = self.n_bins_[name]
+        k = self.n_bins_[name] + int(self._has_missing_bin(name))
         expected = self._categories(name).categories
         if isinstance(col.dtype, pd.CategoricalDtype):
             if col.cat.categories.equals(expected):
@@ -872,6 +957,8 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         for c in self.columns_:
             codes = self._codes(frame, c)
             edges = self.bin_edges_[c]
+            missing = codes == edges.size - 1
+            codes = np.where(missing, 0, codes)
             lo, hi = edges[codes], edges[codes + 1]
             mid = lo + 0.5 * (hi - lo)
             dtype = self.dtypes_[c]
@@ -902,8 +989,17 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
                     vals = mid
             if step is not None and step < 1.0:  # decimals: the values' public precision
                 vals = np.round(vals, int(round(-math.log10(step))))
-            new[c] = pd.Series(vals, index=frame.index).astype(dtype)
+            new[c] = self._restore(np.where(missing, np.nan, vals), dtype, frame.index)
         return assemble(frame, new)
+
+    @staticmethod
+    def _restore(values: np.ndarray, dtype, index) -> pd.Series:
+        """Values in the column's dtype; a NumPy integer column with missing values becomes ``Int64``."""
+        series = pd.Series(values, index=index)
+        if np.isnan(values).any() and pd.api.types.is_integer_dtype(dtype) \
+                and not isinstance(dtype, pd.api.extensions.ExtensionDtype):
+            return series.astype("Int64")
+        return series.astype(dtype)
 
     def get_feature_names_out(self, input_features=None):
         """Output column names: the input column names (binned and passed through), in input order.

@@ -35,7 +35,7 @@ from ._input import (
 __all__ = ["DPCategoricalEncoder", "dp_threshold", "release_above_threshold"]
 
 _HANDLE_UNKNOWN = ("auto", "other", "error")
-_MISSING = ("category", "error")
+_MISSING = ("category", "error", "auto", "other")
 
 
 def dp_threshold(epsilon: float, delta: float) -> float:
@@ -98,8 +98,9 @@ def release_above_threshold(counts, *, epsilon: float, threshold: float,
         Exact counts of the observed values (all ≥ 1).
     epsilon : float
         ε of the column; the Laplace scale is 1/ε (L1 sensitivity 1).
-    threshold : float
-        Release a value iff its noisy count is strictly above this.
+    threshold : float or array-like of float
+        Release a value iff its noisy count is strictly above this (one for
+        all counts, or one per count).
     random_state : None, int or numpy.random.Generator
 
     Returns
@@ -196,13 +197,23 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
         ``{column: option}`` sets it per column (columns not named: ``"auto"``).
     other_category : hashable, default="__other__"
         Label of the "other" category; must not be one of the real categories.
-    missing : {"error", "category"} or dict, default="error"
+    missing : {"error", "category", "auto", "other"} or dict, default="error"
         Missing values (``None``, ``NaN``, ``pd.NA``): ``"error"`` raises a
         ``ValueError`` in :meth:`fit` and :meth:`transform`, naming the column
         and this parameter; ``"category"`` maps them to ``missing_category``
-        (an extra category). A dict ``{column: option}`` sets it per column
-        (columns not named: ``"error"``). Missing values are never counted as
-        a category in :meth:`fit`.
+        (an extra category, always in the list). ``"auto"``, for a column whose
+        categories are discovered with DP: their count is released with the
+        column's other counts (same Laplace noise, no extra cost: a record is in
+        one count), against the threshold ``ln(50) / ε`` — it is a count
+        whatever the data, so it needs no δ; a column without missing values
+        passes it with probability 1%. Passing, ``missing_category`` is in the
+        list; otherwise missing values map to the "other" category, like the
+        unreleased values (with ``handle_unknown="error"`` they raise). Discovered without
+        DP, ``"auto"`` adds the category when the data have missing values;
+        with public categories it is ``"error"``. ``"other"``: missing values
+        map to the "other" category (``handle_unknown="other"`` is needed).
+        The resolved option of each column is in ``missing_``. A dict ``{column: option}`` sets it per
+        column (columns not named: ``"error"``).
     missing_category : hashable, default="__missing__"
         Label of the missing category; must not be a real category or equal
         ``other_category``.
@@ -406,7 +417,7 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
     def _check_labels(self, handle_unknown: dict, missing: dict) -> None:
         extra = []
         for name, enabled in (("other_category", "other" in handle_unknown.values()),
-                              ("missing_category", "category" in missing.values())):
+                              ("missing_category", bool({"category", "auto"} & set(missing.values())))):
             label = getattr(self, name)
             if not enabled:
                 continue
@@ -469,6 +480,13 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
         handle_unknown = {c: ("other" if dp and c in to_discover else "error") if h == "auto" else h
                           for c, h in handle_unknown.items()}
         self._check_labels(handle_unknown, missing)
+        for col in columns:
+            if missing[col] == "other" and handle_unknown[col] != "other":
+                raise ValueError(f"missing='other' for column {col!r} maps missing values to the other category, "
+                                 "which it does not have: set handle_unknown='other' for it too.")
+        for col in columns:  # "auto" without a DP release: public categories refuse missing values
+            if missing[col] == "auto" and not (dp and col in to_discover):
+                missing[col] = "category" if col in to_discover and frame[col].isna().any() else "error"
         for col in columns:  # before any budget is spent
             if missing[col] == "error" and frame[col].isna().any():
                 raise ValueError(
@@ -494,8 +512,20 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
             for col in to_discover:
                 counts = frame[col].value_counts(dropna=True, sort=False)
                 counts = counts[counts > 0]  # a Categorical's unused categories are not candidates
-                keep = release_above_threshold(counts.to_numpy(), epsilon=eps_col,
-                                               threshold=tau, random_state=rng)
+                candidates, cut = counts.to_numpy(), tau
+                if missing[col] == "auto":
+                    # One more count, of the missing values: a record is in it or in one value's count (L1
+                    # sensitivity 1 still), and it is there whatever the data, so its threshold needs no δ: it
+                    # is ln(1 / (2 β)) / ε, passed by the noise of a column without missing values with
+                    # probability β = 1%.
+                    candidates = np.append(candidates, int(frame[col].isna().sum()))
+                    cut = np.append(np.full(counts.size, tau), math.log(50.0) / eps_col)
+                keep = release_above_threshold(candidates, epsilon=eps_col,
+                                               threshold=cut, random_state=rng)
+                if missing[col] == "auto":
+                    missing[col] = "category" if keep[-1] else ("other" if handle_unknown[col] == "other"
+                                                                  else "error")
+                    keep = keep[:-1]
                 released[col] = _sorted_values(counts.index[keep].tolist())
                 thresholds[col] = tau
                 ledger.add(f"categories of column {col!r}", "laplace-threshold",
@@ -576,7 +606,8 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
                                      "missing values get no category unless asked for (missing='error'). Declare "
                                      f"them with missing='category' (or missing={{{col!r}: 'category'}}) when "
                                      "fitting.")
-                codes[missing] = len(cats) - 1
+                # Their own category (the last), or, unreleased, "other" (the first label after the real ones).
+                codes[missing] = n_real if self.missing_[col] == "other" else len(cats) - 1
             unknown = (codes < 0) & ~missing
             if unknown.any():
                 if self.handle_unknown_[col] == "error":

@@ -39,10 +39,11 @@ _TYPES = ("numeric", "categorical")
 _STRATEGIES = ("uniform", "quantile", "adaptive")
 _DEFAULT_BINS = 10  # n_bins="auto" for a column binned uniformly or at quantiles
 _OUTPUTS = ("interval", "code")
-_NUMERIC_KEYS = {"type", "bounds", "n_bins", "strategy", "edges", "decimals"}
+_NUMERIC_KEYS = {"type", "bounds", "n_bins", "strategy", "edges", "decimals", "missing"}
+_NUMERIC_MISSING = ("auto", "category", "error")
 _CATEGORICAL_KEYS = {"type", "categories", "handle_unknown", "missing"}
 _HANDLE_UNKNOWN = ("other", "error")
-_MISSING = ("category", "error")
+_MISSING = ("category", "error", "auto", "other")
 _OTHER, _MISSING_LABEL = "__other__", "__missing__"  # DPCategoricalEncoder's default labels
 
 
@@ -135,6 +136,12 @@ def _numeric_keys(name, spec: Mapping) -> dict:
             raise ValueError(f"schema[{name!r}]['decimals'] must be an integer in 0..15 (0: whole numbers), "
                              f"got {decimals!r}.")
         out["decimals"] = int(decimals)
+    missing = spec.get("missing")
+    if missing is not None:
+        if missing not in _NUMERIC_MISSING:
+            raise ValueError(f"schema[{name!r}]['missing'] must be one of {list(_NUMERIC_MISSING)}, "
+                             f"got {missing!r}.")
+        out["missing"] = missing
     strategy = spec.get("strategy")
     if strategy is not None:
         if strategy not in _STRATEGIES:
@@ -173,7 +180,10 @@ def _categorical_keys(name, spec: Mapping) -> dict:
     out = {}
     cats = spec.get("categories")
     if cats is not None:
-        out["categories"] = _checked_categories(name, cats)
+        # An empty list is a released one (DP discovery released no value): it needs an extra category to hold
+        # the records, which the key checks below ensure.
+        out["categories"] = _checked_categories(name, cats, empty_ok=spec.get("handle_unknown") == "other"
+                                                or spec.get("missing") == "category")
     for key, allowed_values in (("handle_unknown", _HANDLE_UNKNOWN), ("missing", _MISSING)):
         value = spec.get(key)
         if value is not None:
@@ -184,12 +194,12 @@ def _categorical_keys(name, spec: Mapping) -> dict:
     return out
 
 
-def _checked_categories(name, cats) -> list:
+def _checked_categories(name, cats, empty_ok: bool = False) -> list:
     """A categorical column's categories as a list of Python scalars, validated."""
     if isinstance(cats, (str, bytes, Mapping)) or not np.iterable(cats):
         raise ValueError(f"schema[{name!r}]['categories'] must be a list of values, got {cats!r}.")
     cats = _plain(list(cats))
-    if len(cats) == 0:
+    if len(cats) == 0 and not empty_ok:
         raise ValueError(f"schema[{name!r}]['categories'] is empty; give at least one category, or "
                          "leave 'categories' out to discover them (DP with epsilon/delta).")
     if any(_is_na_scalar(v) for v in cats):
@@ -345,7 +355,8 @@ def _route(schema: dict, frame: pd.DataFrame, n_bins, strategy: str, dp: bool = 
             spec = {"type": "numeric",
                     "bounds": [edges[0], edges[-1]] if edges is not None else spec.get("bounds"),
                     "n_bins": len(edges) - 1 if edges is not None else k,
-                    "strategy": chosen, "edges": edges, "decimals": spec.get("decimals")}
+                    "strategy": chosen, "edges": edges, "decimals": spec.get("decimals"),
+                    "missing": spec.get("missing", "auto")}
         else:
             # DPCategoricalEncoder's defaults: no extra category unless needed or asked for. Only categories
             # discovered with DP need "__other__" (thresholding leaves rare values unreleased); public ones
@@ -353,7 +364,7 @@ def _route(schema: dict, frame: pd.DataFrame, n_bins, strategy: str, dp: bool = 
             discovered = spec.get("categories") is None and dp
             spec = {"type": "categorical", "categories": spec.get("categories"),
                     "handle_unknown": spec.get("handle_unknown", "other" if discovered else "error"),
-                    "missing": spec.get("missing", "error")}
+                    "missing": spec.get("missing", "auto" if discovered else "error")}
         specs[c] = spec
     return specs
 
@@ -436,14 +447,17 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         * ``{"type": "categorical", "categories": [...], "handle_unknown": h,
           "missing": m}`` (all but ``type`` optional: without ``categories``
           they are discovered). ``handle_unknown`` (``"other"`` or
-          ``"error"``) and ``missing`` (``"category"`` or ``"error"``) are
-          those of ``DPCategoricalEncoder``, with its defaults: ``"other"`` /
-          ``"category"`` add the ``"__other__"`` / ``"__missing__"``
-          category. Public categories are **exact** by default (the output
-          domain is the given list, and values outside it raise); categories
-          discovered with DP get ``"__other__"`` (DP discovery leaves rare
-          values unreleased); categories read from the data without DP are
-          exact. Missing values get ``"__missing__"`` only when the spec says
+          ``"error"``) and ``missing`` (``"category"``, ``"auto"``,
+          ``"other"`` or ``"error"``) are those of ``DPCategoricalEncoder``:
+          ``"other"`` / ``"category"`` add the ``"__other__"`` /
+          ``"__missing__"`` category. Public categories are **exact** by
+          default (the output domain is the given list, and values outside it
+          raise); categories discovered with DP get ``"__other__"`` (DP
+          discovery leaves rare values unreleased) and ``"missing": "auto"``
+          (the missing values' count is released with the others: frequent
+          enough, they get ``"__missing__"``, else they go to ``"__other__"``);
+          categories read from the data without DP are exact. Elsewhere
+          missing values get ``"__missing__"`` only when the spec says
           ``"missing": "category"``; otherwise :meth:`fit` and
           :meth:`transform` raise a ``ValueError`` saying so;
         * a bare list: shorthand for the categories of a categorical column.
@@ -479,11 +493,14 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         **Total** δ in (0, 1); it all goes to category discovery (the numeric
         mechanisms are pure ε-DP). Required when ``epsilon`` is given and some
         categorical column has no public categories.
-    numeric_epsilon_fraction : float, default=0.5
+    numeric_epsilon_fraction : float or None, default=None
         Share in (0, 1) of ``epsilon`` for the numeric sub-step when *both*
         sub-steps need budget; the categorical sub-step gets the rest. When
         only one needs budget it gets all of ``epsilon``; when neither does,
-        nothing is spent.
+        nothing is spent. ``None``: in proportion to the columns that need
+        budget, an adaptive numeric column counting twice (it releases its
+        bounds and its histogram, and its tails are what the bounds' noise
+        cuts); 0.5 when no numeric column is adaptive.
     output : {"interval", "code"}, default="interval"
         Categories of binned columns: ``pd.Interval`` bins or codes 0 .. k-1.
     random_state : None, int or numpy.random.Generator, default=None
@@ -551,12 +568,16 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
     (whether or not the data needs it), so the domain stays public. Without
     them, missing values (:meth:`fit`, :meth:`transform`) and unknown values
     (:meth:`transform`) raise a ``ValueError`` naming the column and the
-    spec key to set. Numeric columns must not contain missing or infinite
-    values: :meth:`fit` and :meth:`transform` raise a ``ValueError`` naming
-    the column (no rows are dropped, and ±inf, never a real measurement, is
-    not clipped). Impute missing values first, or declare the column
-    categorical with ``"missing": "category"``. Finite out-of-range values
-    are clipped into the end bins.
+    spec key to set. A numeric column gets a bin for missing values (they
+    come back missing; a NumPy integer column becomes ``Int64``) when its
+    spec says ``"missing": "category"``, or by default (``"auto"``) when it
+    is binned adaptively and its dtype can hold missing values (float or
+    nullable): decided from the dtype, so the domain stays public. Other
+    numeric columns must not contain missing values, and no column may
+    contain ±inf: :meth:`fit` and :meth:`transform` raise a ``ValueError``
+    naming the column (no rows are dropped, and ±inf, never a real
+    measurement, is not clipped). Finite out-of-range values are clipped
+    into the end bins.
 
     **Empty input and columns.** A table with 0 rows is accepted when the
     sub-steps accept it (public metadata, DP quantiles, DP category
@@ -602,7 +623,7 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
     """
 
     def __init__(self, schema=None, *, n_bins="auto", strategy="auto", epsilon=None, delta=None,
-                 numeric_epsilon_fraction=0.5, output="interval", random_state=None):
+                 numeric_epsilon_fraction=None, output="interval", random_state=None):
         self.schema = schema
         self.n_bins = n_bins
         self.strategy = strategy
@@ -616,8 +637,9 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         tags = super().__sklearn_tags__()
         tags.input_tags.categorical = True
         tags.input_tags.string = True
-        # NaN is rejected in numeric columns, and in categorical ones unless their spec gives it a category.
-        tags.input_tags.allow_nan = False
+        # Missing values are accepted where a column has a category or bin for them (by default: adaptive numeric
+        # columns of a dtype that can hold them, and columns whose categories are discovered).
+        tags.input_tags.allow_nan = True
         tags.transformer_tags.preserves_dtype = []  # Categorical out
         return tags
 
@@ -666,7 +688,7 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         "output": [Options(*_OUTPUTS)],
         "epsilon": [None, PrivacyParameter()],
         "delta": [None, Interval(Real, 0, 1, closed="neither")],
-        "numeric_epsilon_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "numeric_epsilon_fraction": [None, Interval(Real, 0, 1, closed="neither")],
         "random_state": ["random_state"],
     }
 
@@ -681,20 +703,29 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         return fitted_frame(X, self.feature_names_in_, "TableDiscretizer", "X" if what == "transform" else "Xt")
 
     @staticmethod
-    def _check_no_nan(frame, columns, what):
+    def _check_no_nan(frame, columns, what, specs=None):
         for c in columns:
-            if frame[c].isna().any():
+            missing = "error" if specs is None else specs[c]["missing"]
+            no_bin = missing == "error" or (missing == "auto" and specs[c].get("strategy") != "adaptive")
+            if no_bin and frame[c].isna().any():
                 raise ValueError(
-                    f"{what}: numeric column {c!r} has missing values (NaN). TableDiscretizer does not drop rows: "
-                    "impute them first, or declare the column categorical in the schema "
-                    "({'type': 'categorical', 'missing': 'category'}) so missing values get their own "
-                    "'__missing__' category.")
+                    f"{what}: numeric column {c!r} has missing values (NaN) and no bin for them. TableDiscretizer "
+                    "does not drop rows: impute them first, or give them a bin with {'type': 'numeric', "
+                    "'missing': 'category'} in its schema spec (missing values then come back as missing).")
             values = frame[c].to_numpy(dtype=np.float64, na_value=np.nan)
             if np.isinf(values).any():
                 raise ValueError(
                     f"{what}: numeric column {c!r} has infinite values (inf or -inf). They are not measurements "
                     "and usually hide a data error (a division by zero, an overflow); TableDiscretizer does not "
                     "clip them into the end bins. Fix or drop them first.")
+
+    def _numeric_missing_specs(self) -> dict:
+        """``{column: {"missing": ...}}`` of the fitted numeric columns: "error" where there is no missing bin."""
+        out = {}
+        for s, cols in self._groups.items():
+            bins = self.discretizers_[s].missing_bins_
+            out.update({c: {"missing": "category" if bins[c] else "error"} for c in cols})
+        return out
 
     @staticmethod
     def _check_missing_categories(frame, specs, columns, what):
@@ -731,14 +762,14 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         specs = _route(schema, frame, self.n_bins, self.strategy, dp=self.epsilon is not None)
         numeric = [c for c in columns if specs[c]["type"] == "numeric"]
         categorical = [c for c in columns if specs[c]["type"] == "categorical"]
-        self._check_no_nan(frame, numeric, "fit")
+        self._check_no_nan(frame, numeric, "fit", specs)
         self._check_missing_categories(frame, specs, categorical, "fit")
         groups = {s: [c for c in numeric if specs[c]["strategy"] == s] for s in _STRATEGIES}
         groups = {s: cols for s, cols in groups.items() if cols}
         dp_numeric = [c for c in numeric if _numeric_needs_dp(specs[c])]
         dp_categorical = [c for c in categorical if specs[c]["categories"] is None]
 
-        budget = self._budget_split(dp_numeric, dp_categorical)
+        budget = self._budget_split(dp_numeric, dp_categorical, specs)
         if self.epsilon is not None and (dp_numeric or dp_categorical):
             warn_reproducible_noise(type(self).__name__, self.random_state)
         discretizers, encoder, ledger = self._fit_sub_steps(frame, specs, groups, categorical, dp_numeric,
@@ -757,7 +788,17 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         self._groups = {s: list(cols) for s, cols in groups.items()}
         return self
 
-    def _budget_split(self, dp_numeric: list, dp_categorical: list) -> tuple:
+    def _numeric_fraction(self, dp_numeric: list, dp_categorical: list, specs: dict) -> float:
+        """The numeric sub-step's share when both sub-steps need budget (see ``numeric_epsilon_fraction``)."""
+        if self.numeric_epsilon_fraction is not None:
+            return float(self.numeric_epsilon_fraction)
+        adaptive = sum(specs[c]["strategy"] == "adaptive" for c in dp_numeric)
+        if adaptive == 0:
+            return 0.5
+        weight = len(dp_numeric) + adaptive
+        return weight / (weight + len(dp_categorical))
+
+    def _budget_split(self, dp_numeric: list, dp_categorical: list, specs: dict) -> tuple:
         """``(eps_numeric, eps_categorical, delta_categorical)``: each None where nothing is released with DP."""
         eps_num = eps_cat = delta_cat = None
         if self.epsilon is None:
@@ -768,7 +809,7 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
                 "DP category discovery is (epsilon, delta)-DP and needs delta > 0: give delta in (0, 1), "
                 f"or public categories in the schema for columns {dp_categorical}.")
         if dp_numeric and dp_categorical:
-            eps_num = epsilon * float(self.numeric_epsilon_fraction)
+            eps_num = epsilon * self._numeric_fraction(dp_numeric, dp_categorical, specs)
             eps_cat = epsilon - eps_num
         elif dp_numeric:
             eps_num = epsilon
@@ -802,7 +843,8 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
                 disc = DPKBinsDiscretizer(
                     n_bins={c: specs[c]["n_bins"] for c in cols if specs[c]["edges"] is None}, strategy=s,
                     bounds=bounds or None, epsilon=eps_g, output=self.output, random_state=next(sub_states),
-                    edges=edges or None, decimals=decimals or None)
+                    edges=edges or None, decimals=decimals or None,
+                    missing={c: specs[c]["missing"] for c in cols})
                 disc.set_output(transform="pandas").fit(frame[cols])
                 ledger.extend(disc.privacy_ledger_)
                 discretizers[s] = disc
@@ -810,9 +852,12 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
                 # One encoder with both extra labels; columns whose spec says "error" have them removed
                 # from (and checked in) the output by this class, so each column gets its own options.
                 public = {c: specs[c]["categories"] for c in categorical if specs[c]["categories"] is not None}
+                # "error" columns get the label too and lose it in transform; "auto" and "other" are the encoder's.
+                missing = {c: specs[c]["missing"] if specs[c]["missing"] in ("auto", "other") else "category"
+                           for c in categorical}
                 encoder = DPCategoricalEncoder(
                     categories=public or None, epsilon=eps_cat, delta=delta_cat, handle_unknown="other",
-                    other_category=_OTHER, missing="category", missing_category=_MISSING_LABEL,
+                    other_category=_OTHER, missing=missing, missing_category=_MISSING_LABEL,
                     random_state=next(sub_states))
                 encoder.set_output(transform="pandas").fit(frame[categorical])
                 ledger.extend(encoder.privacy_ledger_)
@@ -864,9 +909,13 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
                                     "n_bins": int(disc.n_bins_[c]), "strategy": specs[c]["strategy"]}
                 if specs[c]["decimals"] is not None:
                     effective[c]["decimals"] = specs[c]["decimals"]
+                if disc.missing_bins_[c]:
+                    effective[c]["missing"] = "category"
             else:
                 hu, mi = specs[c]["handle_unknown"], specs[c]["missing"]
-                real = _plain(list(encoder.categories_[c][:-2]))
+                if mi == "auto":  # what the release decided: a missing category, or missing values as "other"
+                    mi = encoder.missing_[c]
+                real = _plain(list(encoder.categories_[c][:encoder._n_real(c)]))
                 if not real and hu == "error" and mi == "error":
                     raise ValueError(f"Column {c!r} has no categories: none was released, and its spec "
                                      "('handle_unknown': 'error', 'missing': 'error') adds none.")
@@ -891,7 +940,7 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
             ``set_output(transform="default")``.
         """
         frame = self._frame_for(X, "transform")
-        self._check_no_nan(frame, self.numeric_columns_, "transform")
+        self._check_no_nan(frame, self.numeric_columns_, "transform", self._numeric_missing_specs())
         parts = {}
         for s, cols in self._groups.items():
             out = self.discretizers_[s].transform(frame[cols])
