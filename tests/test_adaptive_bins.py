@@ -183,3 +183,62 @@ def test_schema_decimals_key_round_trips():
     assert np.array_equal(back, np.round(back, 2))
     with pytest.raises(ValueError, match="decimals"):
         TableDiscretizer({"price": {"type": "numeric", "decimals": 2.5}}).fit(frame)
+
+
+def test_each_small_integer_keeps_its_share():
+    """Cells holding one integer each take their mass from the magnitude bucket of that integer (2 is in
+    (1, 2], not (2, 4]), so every value keeps about its share of the round trip."""
+    counts = {0: 8500, 1: 3000, 2: 2800, 3: 1700, 4: 1000}
+    frame = pd.DataFrame({"children": np.repeat(list(counts), list(counts.values())).astype(np.int64)})
+    disc = DPKBinsDiscretizer("auto", strategy="adaptive", epsilon=0.05, output="code", random_state=2).fit(frame)
+    back = _round_trip(disc, frame)["children"]
+    share = back.value_counts(normalize=True).reindex(list(counts), fill_value=0.0)
+    # Each value is its own bin, so the round trip is exact whatever the weights.
+    assert np.allclose(share.to_numpy(), np.array(list(counts.values())) / len(frame))
+    weights = disc.cell_weights_["children"]
+    # The weights estimate each value's count: the bucket's noise is Laplace(1 / (0.75 * 0.05)), scale 27.
+    assert np.all(np.abs(weights[:5] - np.array(list(counts.values()))) < 10 * 27 + 0.05 * 8500)
+
+
+def test_noise_only_cells_spread_their_bucket_evenly():
+    from skdpsynth.preprocessing._adaptive import noisy_cell_weights
+    rng = np.random.default_rng(0)
+    noisy = rng.laplace(0, 500, size=32) + 50  # 50 records a cell under noise of scale 500
+    weights = noisy_cell_weights(noisy, 500.0, np.zeros(32, dtype=np.intp), np.array([1600.0]), np.ones(32))
+    # mu = 50, alpha = 2500 / (2500 + 2 * 500**2) < 0.005: almost even.
+    assert np.allclose(weights, 50.0, rtol=0.5)
+    assert weights.sum() == pytest.approx(1600.0)
+    exact = noisy_cell_weights(np.arange(32.0), 0.0, np.zeros(32, dtype=np.intp), np.array([496.0]), np.ones(32))
+    assert np.allclose(exact, np.arange(32.0))
+
+
+def test_decimals_and_missing_values_are_released_without_a_schema():
+    rng = np.random.default_rng(5)
+    price = np.round(rng.gamma(2.0, 10.0, size=4000), 2)
+    price[rng.uniform(size=4000) < 0.1] = np.nan
+    frame = pd.DataFrame({"price": price})
+    disc = DPKBinsDiscretizer("auto", strategy="adaptive", epsilon=1.0, missing="auto", output="code",
+                              random_state=0).fit(frame)
+    assert disc.lattice_steps_["price"] == pytest.approx(0.01)
+    assert disc.missing_bins_["price"]
+    back = _round_trip(disc, frame)["price"]
+    assert back.isna().tolist() == frame["price"].isna().tolist()
+    values = back.dropna().to_numpy()
+    assert np.array_equal(values, np.round(values, 2))
+    kinds = [e for e in disc.privacy_ledger_ if e.description.startswith("kinds of column")]
+    assert len(kinds) == 1 and kinds[0].epsilon == pytest.approx(0.25 * 0.2)
+
+
+def test_too_few_missing_values_to_release_join_the_middle_bin():
+    """One missing value among 3,000 at epsilon 0.2: its count (1) does not pass ln(50) / 0.01 = 391, so the column
+    has no missing bin; the value is put in the bin holding the middle of the released weight."""
+    rng = np.random.default_rng(6)
+    x = rng.normal(50, 10, size=3000)
+    x[17] = np.nan
+    frame = pd.DataFrame({"x": x})
+    disc = DPKBinsDiscretizer("auto", strategy="adaptive", epsilon=0.2, missing="auto", output="code",
+                              random_state=0).fit(frame)
+    assert not disc.missing_bins_["x"] and "x" in disc.missing_fill_
+    codes = disc.transform(frame)["x"]
+    assert codes.iloc[17] == disc.missing_fill_["x"]
+    assert not _round_trip(disc, frame)["x"].isna().any()

@@ -338,17 +338,19 @@ def test_every_adaptive_release_is_a_ledger_entry_and_the_costs_sum_to_the_budge
     adaptive = disc.discretizers_["adaptive"]
     for name in disc.numeric_columns_:
         mine = [e for e in entries if repr(name) in e.description]
-        # A float column also releases its kinds (decimals, missing values): a third of the cells' quarter.
-        kinds = [] if pd.api.types.is_integer_dtype(adaptive.dtypes_[name]) else [
-            f"kinds of column {name!r}: noisy counts of its values by decimals (0 to 6, finer) and of its missing "
-            "values"]
+        # A float column also releases its kinds (decimals, missing values): a fifth of the non-bounds quarter.
+        floating = not pd.api.types.is_integer_dtype(adaptive.dtypes_[name])
+        kinds = [f"kinds of column {name!r}: noisy counts of its values by decimals (0 to 6, finer)"] if floating \
+            else []
+        # A float column's missing values are counted with its magnitudes (a record is in one of those counts).
+        missing = " and of its missing values" if floating else ""
         assert [e.description for e in mine] == [
-            f"bounds of column {name!r}: noisy histogram of sign(x)*2^k magnitude buckets", *kinds,
+            f"bounds of column {name!r}: noisy histogram of sign(x)*2^k magnitude buckets{missing}", *kinds,
             f"histogram of column {name!r}: noisy counts of {adaptive.cell_edges_[name].size - 1} cells "
             "(adaptive bins)"]
         bounds, cells = mine[0], mine[-1]
-        assert bounds.epsilon == pytest.approx(0.75 * numeric_share) and bounds.n_values == 259
-        assert cells.epsilon == pytest.approx((0.25 * 2 / 3 if kinds else 0.25) * numeric_share)
+        assert bounds.epsilon == pytest.approx(0.75 * numeric_share) and bounds.n_values == 259 + floating
+        assert cells.epsilon == pytest.approx((0.25 * 0.8 if kinds else 0.25) * numeric_share)
         assert math.fsum(e.epsilon for e in mine) == pytest.approx(numeric_share)
         assert cells.n_values == adaptive.cell_weights_[name].size
     categories = [e for e in entries if e.description.startswith("categories of column")]

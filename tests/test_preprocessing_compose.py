@@ -222,6 +222,9 @@ def expected_failed_checks(estimator):
                                               "rejected (by name) unless missing='category' gives it a category")
     else:  # TableDiscretizer: only int and float columns are numeric, everything else is categorical
         failed["check_complex_data"] = COMPLEX_LABELS
+        # Passes since the default bins the checks' float columns adaptively (measured: strict xfail turned
+        # XPASS); the DataFrame-output reason stands for the other checks.
+        failed.pop("check_fit_idempotent", None)
     return failed
 
 

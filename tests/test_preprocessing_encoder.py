@@ -511,3 +511,20 @@ def test_inverse_transform_takes_and_ignores_random_state():
     Xt = enc.transform(X)
     for seed in (None, 0, np.random.default_rng(1)):
         pd.testing.assert_frame_equal(enc.inverse_transform(Xt, random_state=seed), X)
+
+
+def test_missing_auto_releases_the_missing_category_only_when_frequent():
+    """missing='auto' with DP discovery: the missing values' count is released against ln(50)/eps."""
+    frequent = pd.DataFrame({"c": ["a"] * 500 + [None] * 300})
+    rare = pd.DataFrame({"c": ["a"] * 500 + [None] * 2})
+    enc = DPCategoricalEncoder(epsilon=1.0, delta=1e-6, missing="auto", random_state=0).fit(frequent)
+    assert enc.missing_["c"] == "category" and enc.categories_["c"][-1] == "__missing__"
+    assert enc.transform(frequent)["c"].iloc[-1] == "__missing__"
+    enc = DPCategoricalEncoder(epsilon=1.0, delta=1e-6, missing="auto", random_state=0).fit(rare)
+    assert enc.missing_["c"] == "other" and "__missing__" not in enc.categories_["c"]
+    assert enc.transform(rare)["c"].iloc[-1] == "__other__"
+    # Public categories: nothing is released, so missing values are refused.
+    public = DPCategoricalEncoder(categories={"c": ["a"]}, missing="auto").fit(frequent.iloc[:500])
+    assert public.missing_["c"] == "error"
+    with pytest.raises(ValueError, match="missing='other'.*handle_unknown='other'"):
+        DPCategoricalEncoder(categories={"c": ["a"]}, missing="other").fit(frequent.iloc[:500])

@@ -69,21 +69,44 @@ def bounds_from_magnitudes(noisy: np.ndarray, epsilon: float, core_threshold: fl
         return None
     first = last = mode
     while True:
-        scale = max(magnitudes[first], magnitudes[last]) / 64.0
-        below = _window(range(first - 1, -1, -1), possible, magnitudes, scale)
-        above = _window(range(last + 1, noisy.size), possible, magnitudes, scale)
-        grown = False
-        for window, side in ((below, "below"), (above, "above")):
-            reach = extension_threshold(epsilon, max(len(window), 1))
-            passing = [b for b in window if noisy[b] > reach]
-            if passing:
-                grown = True
-                if side == "below":
-                    first = min(passing)
-                else:
-                    last = max(passing)
-        if not grown:
+        tiny = max(magnitudes[first], magnitudes[last]) / 64.0
+        below = _window(range(first - 1, -1, -1), possible, magnitudes, tiny)
+        above = _window(range(last + 1, noisy.size), possible, magnitudes, tiny)
+        new_first = _farthest_passing(below, noisy, magnitudes, tiny, epsilon)
+        new_last = _farthest_passing(above, noisy, magnitudes, tiny, epsilon)
+        if new_first is None and new_last is None:
             return first, last
+        first = first if new_first is None else new_first
+        last = last if new_last is None else new_last
+
+
+def _farthest_passing(window: list, noisy: np.ndarray, magnitudes: np.ndarray, tiny: float,
+                      epsilon: float) -> int | None:
+    """The farthest bucket of ``window`` (in order outward) the range may grow to, or None.
+
+    A bucket passes alone when its noisy count exceeds ``ln(m / (2 β)) / ε``,
+    m the buckets of its group (regular, or tiny magnitudes); or when the
+    noisy sum of it and the k - 1 buckets beyond it in the window exceeds
+    ``2 (ln(m / β) + k ln(4/3)) / ε``: there is mass at or beyond it, a tail
+    spread thin over several magnitudes. Each test fails on unoccupied
+    buckets with probability at most β / m (the Laplace tail, and for a sum
+    of k Laplace(1/ε) the Chernoff bound with λ = ε/2, whose moment generating
+    function is (4/3)^k), so a step grows over nothing with probability at
+    most 3β.
+    """
+    if not window:
+        return None
+    small = magnitudes[window] < tiny
+    m_regular, m_tiny = max(int((~small).sum()), 1), max(int(small.sum()), 1)
+    alone = np.where(small, extension_threshold(epsilon, m_tiny), extension_threshold(epsilon, m_regular))
+    values = noisy[window]
+    # Runs over the regular buckets only: a tail of a column is in magnitudes near its range's.
+    regular = np.where(small, 0.0, values)
+    beyond = np.cumsum(regular[::-1])[::-1]  # a bucket's count and those of the regular ones farther out
+    k = np.cumsum((~small)[::-1])[::-1]
+    run_threshold = 2.0 * (math.log(m_regular / _EXTENSION_FAILURE_PROBABILITY) + k * math.log(4.0 / 3.0)) / epsilon
+    passing = np.flatnonzero((values > alone) | (~small & (beyond > run_threshold)))
+    return None if passing.size == 0 else window[int(passing[-1])]
 
 
 def _window(order, possible: np.ndarray, magnitudes: np.ndarray, tiny: float) -> list:
@@ -154,35 +177,58 @@ def cell_edges(lower: float, upper: float, lows: np.ndarray, highs: np.ndarray, 
             run_open = True
     edges = np.unique(np.clip(_lattice(np.asarray(cuts, dtype=np.float64), step), lower, upper))
     edges[0], edges[-1] = lower, upper
-    return np.unique(edges)
+    edges = np.unique(edges)
+    if step is not None and abs(upper / step - round(upper / step)) < 1e-9:
+        # On a lattice the last cell is closed, so [e, upper] would hold upper and the values below it: the upper
+        # bound gets a cell of its own, [upper, upper + step / 2], which holds no other value of the lattice.
+        edges = np.append(edges, upper + 0.5 * step)
+    return edges
 
 
-def noisy_cell_weights(noisy_cells: np.ndarray, threshold: float, cell_bucket: np.ndarray,
+def noisy_cell_weights(noisy_cells: np.ndarray, scale: float, cell_bucket: np.ndarray,
                        bucket_counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """The cells' weights, from both levels' noisy counts (post-processing).
 
-    A cell keeps its noisy count when it exceeds ``threshold`` (a few noise
-    scales: an empty cell rarely does). What its bucket holds beyond its
-    kept cells (the bucket's noisy count, ``bucket_counts[cell_bucket]``,
-    minus theirs, if positive) is spread over the bucket's other cells in
-    proportion to their ``sizes``: a tail of cells each too small to stand
-    out of the noise keeps its bucket's mass where the bucket has it,
-    instead of losing it or taking it from the noise of empty cells.
+    ``scale`` is the Laplace scale of the cells' noise (0: exact counts). A
+    cell keeps its noisy count when it stands out of the noise of all the
+    cells (``ln(C / (2 β)) / ε`` for C cells, β = 0.01: a value many records
+    share, a peak). What its bucket holds beyond its kept cells (the
+    bucket's noisy count, ``bucket_counts[cell_bucket]``, minus theirs, if
+    positive) goes to the bucket's other cells in proportion to a blend of
+    their clipped noisy counts and their ``sizes``, the counts weighted by
+    their signal-to-noise ratio ``α = μ² / (μ² + 2 scale²)`` with μ the
+    bucket's mass per cell: where the cells' counts are below their noise the
+    bucket's mass is spread evenly instead of following the noise. Cells
+    outside any occupied bucket keep their count only when it stands out.
     """
     noisy_cells = np.asarray(noisy_cells, dtype=np.float64)
+    n_cells = noisy_cells.size
+    threshold = 0.0 if scale == 0 else scale * math.log(n_cells / (2.0 * _EXTENSION_FAILURE_PROBABILITY))
     kept = noisy_cells > threshold
     weights = np.where(kept, noisy_cells, 0.0)
     inside = cell_bucket >= 0
     n_buckets = bucket_counts.size
     bucket = np.where(inside, cell_bucket, n_buckets)
-    kept_mass = np.bincount(bucket, weights=weights, minlength=n_buckets + 1)[:n_buckets]
-    rest_size = np.bincount(bucket, weights=np.where(kept, 0.0, sizes), minlength=n_buckets + 1)[:n_buckets]
-    leftover = np.maximum(np.asarray(bucket_counts, dtype=np.float64) - kept_mass, 0.0)
     own = np.minimum(bucket, n_buckets - 1)
-    # Each cell's share of its bucket's rest, sizes / rest_size first: a continuous column's zero cell is 5e-324
-    # wide, and leftover / 5e-324 overflows to inf (then auto_n_bins(inf) raises OverflowError).
-    share = np.divide(sizes, rest_size[own], out=np.zeros(sizes.shape), where=inside & ~kept & (rest_size[own] > 0))
-    return weights + leftover[own] * share
+    rest = inside & ~kept
+
+    def per_bucket(values):
+        return np.bincount(bucket, weights=np.where(rest, values, 0.0), minlength=n_buckets + 1)[:n_buckets]
+
+    kept_mass = np.bincount(bucket, weights=weights, minlength=n_buckets + 1)[:n_buckets]
+    leftover = np.maximum(np.asarray(bucket_counts, dtype=np.float64) - kept_mass, 0.0)
+    rest_size = per_bucket(sizes)
+    clipped = np.maximum(noisy_cells, 0.0)
+    rest_clipped = per_bucket(clipped)
+    rest_cells = per_bucket(np.ones(n_cells))
+    mu = np.divide(leftover, rest_cells, out=np.zeros(n_buckets), where=rest_cells > 0)
+    alpha = 1.0 if scale == 0 else mu ** 2 / (mu ** 2 + 2.0 * scale ** 2)
+    alpha = np.where(rest_clipped > 0, alpha, 0.0)
+    # Each cell's share of its bucket's rest; sizes / rest_size first (a continuous zero cell is 5e-324 wide).
+    by_size = np.divide(sizes, rest_size[own], out=np.zeros(n_cells), where=rest & (rest_size[own] > 0))
+    by_count = np.divide(clipped, rest_clipped[own], out=np.zeros(n_cells), where=rest & (rest_clipped[own] > 0))
+    a = np.broadcast_to(alpha, (n_buckets,))[own]
+    return weights + leftover[own] * (a * by_count + (1.0 - a) * by_size)
 
 
 #: Decimals the kinds histogram tells apart: values with 0 .. MAX_DECIMALS decimals, and finer ones.
@@ -201,7 +247,8 @@ def kinds_counts(values: np.ndarray) -> np.ndarray:
     kind = np.full(finite.size, MAX_DECIMALS + 1, dtype=np.intp)
     for d in range(MAX_DECIMALS, -1, -1):  # the fewest decimals wins
         scaled = finite * 10.0 ** d
-        exact = np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))
+        # Exact up to the rounding of writing the value in binary (a few units in the last place).
+        exact = np.abs(scaled - np.round(scaled)) <= 1e-6 + 8.0 * np.finfo(float).eps * np.abs(scaled)
         kind[exact] = d
     counts = np.bincount(kind, minlength=MAX_DECIMALS + 2)
     return np.append(counts, int(missing.sum()))

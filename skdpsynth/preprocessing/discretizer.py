@@ -52,6 +52,9 @@ _BYTES_PER_BIN = 512
 # need most of it: a tail bucket must stand out of the noise, while the cells' large masses (a point mass, the
 # body) stand out at a fraction of it.
 _ADAPTIVE_BOUNDS_FRACTION = 0.75
+# Share of the rest for the kinds histogram (decimals, missing values) where one is released: its few counts are
+# large (most values of a column share their number of decimals).
+_KINDS_FRACTION = 0.2
 # pandas.api.types.infer_dtype kinds of an object column that hold numbers only.
 _NUMERIC_KINDS = ("integer", "floating", "mixed-integer-float", "decimal", "empty")
 
@@ -324,28 +327,44 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
 
     **Adaptive bins** (``strategy="adaptive"``). (1) Without public bounds,
     the magnitude histogram above, with ``bounds_epsilon_fraction`` of the
-    column's ε, gives the bounds; the range also grows from its passing
-    buckets to the farthest of the next 16 possible buckets whose noisy count
-    exceeds ``ln(16 / 0.02) / ε`` (about 6.7/ε; a union bound over those 16
-    at 1%), so a thin tail past a gap (capital gains past the zeros) is kept.
-    (2) Each bucket whose noisy count exceeds ``ln(50) / ε`` is cut into 32
-    equal cells, snapped to the column's lattice (whole numbers for integer
+    column's ε (0.75 by default), gives the bounds: the range starts at the
+    bucket of largest noisy count (it must pass the threshold above) and
+    grows to the farthest of the next 16 possible buckets (plus those of
+    magnitude below 1/64 of the range's) whose noisy count exceeds
+    ``ln(m / 0.02) / ε`` (m the buckets looked at), or whose noisy count
+    with those beyond it exceeds a Chernoff bound for a sum of Laplace noise
+    (see :func:`._adaptive.bounds_from_magnitudes`): a thin tail past a gap
+    is kept, and noise far from the data does not stretch the range. With
+    ``missing="auto"``, the number of missing values is one more count of
+    that histogram (a record is in one count); it gets a bin when its noisy
+    count exceeds ``ln(50) / ε`` (a count there whatever the data, so no δ).
+    (2) A float column without ``decimals`` (or, with public bounds, a column
+    whose missing values are to be counted) releases a "kinds" histogram
+    with a fifth of the rest: its values counted by the fewest decimals (0 to
+    6, or finer) that write them, and its missing values; the most decimals
+    whose noisy count exceeds ``ln(50) / ε`` becomes its lattice. (3) Each
+    bucket whose noisy count exceeds ``ln(50) / ε`` is cut into 32 equal
+    cells, snapped to the column's lattice (whole numbers for integer
     columns, multiples of ``10**-decimals``), so a bucket of at most 32
-    values gets a cell per value; runs of other buckets make one cell, and
-    the zero bucket is the cell of the single value 0. (3) The cells' counts
-    get Laplace noise with the rest of the column's ε: every record is in one
-    cell (L1 sensitivity 1 under add/remove), so that release is ε-DP and the
-    column's total is the ε given (with public bounds, all of it goes to the
-    cells). (4) Post-processing: a cell keeps its noisy count when it exceeds
-    ``ln(50) / ε``; what its bucket's noisy count holds beyond its kept
-    cells is spread over the bucket's other cells by size. Cells holding a
-    single value with at least half a bin's weight become bins of their own;
-    the other cells are merged, in order, into runs of equal weight. (5)
-    :meth:`inverse_transform` draws a cell of the bin by its weight, then a
-    uniform value (or lattice point) in the cell: never outside the bin or the
-    bounds. The design is that of the hierarchical and adaptive-grid
-    histograms of Qardaji, Yang & Li (VLDB 2013; ICDE 2013); the measured
-    effect on real columns is in ``doc/preprocessing.md``.
+    values gets a cell per value; runs of other buckets make one cell, the
+    zero bucket is the cell of the single value 0, and on a lattice the upper
+    bound has a cell of its own. (4) The cells' counts get Laplace noise with
+    the rest of the column's ε: every record is in one cell (L1 sensitivity 1
+    under add/remove), so that release is ε-DP and the column's total is the
+    ε given (with public bounds, all of it goes to the kinds and the cells).
+    (5) Post-processing: a cell keeps its noisy count when it exceeds
+    ``ln(C / 0.02) / ε`` for C cells; what its bucket's noisy count holds
+    beyond its kept cells goes to the bucket's other cells by a blend of their
+    noisy counts and their sizes, weighted by the counts' signal-to-noise
+    ratio. Cells holding a single value with at least half a bin's weight
+    become bins of their own; the other cells are merged, in order, into runs
+    of equal weight. Missing values too few to release join the bin holding
+    the middle of the weight. (6) :meth:`inverse_transform` draws a cell of
+    the bin by its weight, then a uniform value (or lattice point) in the
+    cell: never outside the bin or the bounds. The design is that of the
+    hierarchical and adaptive-grid histograms of Qardaji, Yang & Li (VLDB
+    2013; ICDE 2013); the measured effect on real columns is in
+    ``doc/preprocessing.md``.
 
     **Transform.** Bins are ``[e_i, e_{i+1})`` except the last, which is
     closed ``[e_{k-1}, e_k]``. Finite values outside the bounds are clipped
@@ -718,12 +737,15 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
                 else self.bounds_epsilon_fraction
             eps_mag = share * fraction
             eps_cells = share - eps_mag
-        lower, upper, occupied, bucket_counts = self._magnitudes(name, x, public_bounds, eps_mag, step, rng, ledger)
-        released, found_step = False, step
-        if step is None or missing_count is not None:  # what the column's values look like: one more release
-            eps_kinds = None if eps_cells is None else eps_cells / 3.0
+        lower, upper, occupied, bucket_counts, released = self._magnitudes(name, x, public_bounds, eps_mag, step,
+                                                                           missing_count, rng, ledger)
+        found_step = step
+        kinds_missing = missing_count if released is None else None  # not counted with the magnitudes
+        if step is None or kinds_missing is not None:  # what the column's values look like: one more release
+            eps_kinds = None if eps_cells is None else eps_cells * _KINDS_FRACTION
             eps_cells = None if eps_cells is None else eps_cells - eps_kinds
-            released, decimals = self._kinds(name, x, missing_count, eps_kinds, rng, ledger)
+            released_here, decimals = self._kinds(name, x, kinds_missing, eps_kinds, rng, ledger)
+            released = released_here if released is None else released
             if step is None and decimals is not None:
                 found_step = 10.0 ** -decimals
                 lower, upper = _adaptive.on_lattice(lower, upper, found_step)
@@ -732,15 +754,16 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         edges = _adaptive.cell_edges(lower, upper, lows, highs, occupied, step)
         cells = np.clip(np.searchsorted(edges, np.clip(x, lower, upper), side="right") - 1, 0, edges.size - 2)
         counts = np.bincount(cells, minlength=edges.size - 1)
-        threshold = 0.0
+        scale = 0.0
         if eps_cells is not None:
             counts = laplace_mechanism(
                 counts, epsilon=eps_cells, sensitivity=1.0, random_state=rng, ledger=ledger,
                 description=f"histogram of column {name!r}: noisy counts of {counts.size} cells (adaptive bins)")
-            threshold = _adaptive.extension_threshold(eps_cells)
-        middles = edges[:-1] + 0.5 * np.diff(edges)
-        cell_bucket = np.where(occupied[_bucket_index(middles)], _bucket_index(middles), -1)
-        weights = _adaptive.noisy_cell_weights(counts, threshold, cell_bucket, bucket_counts,
+            scale = 1.0 / eps_cells
+        # A cell's bucket is that of a value it holds: its first lattice point, or (continuous) its middle.
+        inner = edges[:-1] + 0.5 * np.diff(edges) if step is None else np.ceil(np.round(edges[:-1] / step, 9)) * step
+        cell_bucket = np.where(occupied[_bucket_index(inner)], _bucket_index(inner), -1)
+        weights = _adaptive.noisy_cell_weights(counts, scale, cell_bucket, bucket_counts,
                                                _adaptive.cell_sizes(edges, step))
         if k == "auto":
             k = _adaptive.auto_n_bins(float(weights.sum()))
@@ -760,10 +783,11 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
             counts = laplace_mechanism(
                 counts, epsilon=epsilon, sensitivity=1.0, random_state=rng, ledger=ledger,
                 description=f"kinds of column {name!r}: noisy counts of its values by decimals (0 to "
-                            f"{_adaptive.MAX_DECIMALS}, finer) and of its missing values")
+                            f"{_adaptive.MAX_DECIMALS}, finer)"
+                            + ("" if missing_count is None else " and of its missing values"))
             # Counts there whatever the data: their threshold needs no δ; an empty one passes with probability 1%.
             threshold = _adaptive.extension_threshold(epsilon)
-        released = missing_count is not None and bool(counts[-1] > threshold)
+        released = None if missing_count is None else bool(counts[-1] > threshold)
         return released, _adaptive.decimals_from_kinds(counts, threshold)
 
     def _middle_bin(self, name) -> int:
@@ -773,26 +797,36 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         return int(np.searchsorted(self.bin_cells_[name], cell, side="right") - 1)
 
     @staticmethod
-    def _magnitudes(name, x: np.ndarray, public_bounds, epsilon: float | None, step, rng, ledger):
-        """Bounds, which magnitude buckets are occupied, and their counts: noisy (ε-DP) unless the bounds are
-        public, or read from the data without a budget."""
+    def _magnitudes(name, x: np.ndarray, public_bounds, epsilon: float | None, step, missing_count, rng, ledger):
+        """Bounds, which magnitude buckets are occupied, their counts, and whether the missing values (when
+        ``missing_count`` is given) are released: noisy (ε-DP) unless the bounds are public (then nothing is
+        released here, and the last is None), or read from the data without a budget."""
         lows, highs = _bucket_edges()
         possible = _adaptive.possible_buckets(lows, highs, step)
         if public_bounds is not None:
             lower, upper = public_bounds
             # Nothing released: magnitudes far below the range's width hold at most a sliver of it, one cell.
             occupied = possible & (np.maximum(np.abs(lows), np.abs(highs)) >= (upper - lower) * 2.0 ** -10)
-            return lower, upper, occupied, np.zeros(lows.size)
+            return lower, upper, occupied, np.zeros(lows.size), None
         counts = np.bincount(_bucket_index(x), minlength=_N_BUCKETS)
         if epsilon is None:
             if x.size == 0:
                 raise ValueError(f"Column {name!r} has no values (0 rows) to read bounds from; give public "
                                  "bounds (bounds=... or edges=...).")
             lower, upper = _widen(float(x.min()), float(x.max()))
-            return lower, upper, counts > 0, counts.astype(np.float64)
+            released = None if missing_count is None else missing_count > 0
+            return lower, upper, counts > 0, counts.astype(np.float64), released
+        if missing_count is not None:  # one more count: a record is in a bucket or missing (L1 sensitivity 1)
+            counts = np.append(counts, missing_count)
         noisy = laplace_mechanism(
             counts, epsilon=epsilon, sensitivity=1.0, random_state=rng, ledger=ledger,
-            description=f"bounds of column {name!r}: noisy histogram of sign(x)*2^k magnitude buckets")
+            description=f"bounds of column {name!r}: noisy histogram of sign(x)*2^k magnitude buckets"
+                        + ("" if missing_count is None else " and of its missing values"))
+        released = None
+        if missing_count is not None:
+            # A count there whatever the data: its threshold needs no δ (an empty one passes with probability 1%).
+            released = bool(noisy[-1] > _adaptive.extension_threshold(epsilon))
+            noisy = noisy[:-1]
         magnitudes = np.maximum(np.abs(lows), np.abs(highs))
         span = _adaptive.bounds_from_magnitudes(noisy, epsilon, _bounds_threshold(epsilon), possible, magnitudes)
         if span is None:
@@ -803,7 +837,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         first, last = span
         lower, upper = _widen(float(lows[first]), float(highs[last]))
         occupied = possible & (noisy > _adaptive.extension_threshold(epsilon))
-        return lower, upper, occupied, np.maximum(noisy, 0.0)
+        return lower, upper, occupied, np.maximum(noisy, 0.0), released
 
     def _fit_edges(self, columns, values, n_bins, public, public_edges, needs_quantiles, *, share, rng, ledger):
         """Fit's edges step: each binned column's bounds, then its edges (public, uniform, or at quantiles);

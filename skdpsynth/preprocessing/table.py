@@ -723,8 +723,10 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         """``{column: {"missing": ...}}`` of the fitted numeric columns: "error" where there is no missing bin."""
         out = {}
         for s, cols in self._groups.items():
-            bins = self.discretizers_[s].missing_bins_
-            out.update({c: {"missing": "category" if bins[c] else "error"} for c in cols})
+            disc = self.discretizers_[s]
+            # A column takes missing values when it has a bin for them or puts them in its middle bin.
+            out.update({c: {"missing": "category" if disc.missing_bins_[c] or c in disc.missing_fill_ else "error"}
+                        for c in cols})
         return out
 
     @staticmethod
