@@ -229,7 +229,10 @@ def _released_bounds(spec: dict | None, dates: bool):
         bounds = [spec["edges"][0], spec["edges"][-1]]
     if bounds is None:
         return None
-    return tuple(pd.Timestamp(b) for b in bounds) if dates else tuple(float(b) for b in bounds)
+    if dates:  # TableDiscretizer bins dates as days since 1970-01-01 UTC
+        return tuple(pd.Timestamp("1970-01-01") + pd.Timedelta(days=float(b)) if isinstance(b, (int, float))
+                     else pd.Timestamp(b) for b in bounds)
+    return tuple(float(b) for b in bounds)
 
 
 def _dtype_ok(real: pd.Series, synthetic: pd.Series) -> bool:

@@ -74,6 +74,29 @@ def _is_na_scalar(value) -> bool:
         return False
 
 
+_DAY_NS = 86_400 * 10 ** 9
+
+
+def _dates_as_days(series: pd.Series) -> pd.Series:
+    """A date column as float days since 1970-01-01 UTC (missing dates as NaN): numbers the discretizer bins."""
+    if isinstance(series.dtype, pd.DatetimeTZDtype):
+        series = series.dt.tz_convert("UTC").dt.tz_localize(None)
+    ns = series.to_numpy(dtype="datetime64[ns]")
+    days = ns.astype(np.int64).astype(np.float64) / _DAY_NS
+    days[np.isnat(ns)] = np.nan
+    return pd.Series(days, index=series.index, name=series.name)
+
+
+def _days_as_dates(series: pd.Series, dtype) -> pd.Series:
+    """Days since 1970-01-01 UTC back to dates of ``dtype`` (NaN as NaT)."""
+    values = series.to_numpy(dtype=np.float64)
+    ns = np.where(np.isnan(values), 0, np.round(values * _DAY_NS)).astype(np.int64)
+    dates = pd.Series(pd.to_datetime(ns, unit="ns"), index=series.index, name=series.name).mask(np.isnan(values))
+    if isinstance(dtype, pd.DatetimeTZDtype):
+        return dates.dt.tz_localize("UTC").dt.tz_convert(dtype.tz).astype(dtype)
+    return dates.astype(dtype)
+
+
 def _is_numeric_dtype(dtype) -> bool:
     """Numbers the discretizer can bin: int/float (incl. nullable), not bool, complex or Categorical."""
     return (not isinstance(dtype, pd.CategoricalDtype) and pd.api.types.is_numeric_dtype(dtype)
@@ -466,10 +489,13 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         * ``"numeric"`` or ``"categorical"``: the type alone.
 
         Columns not in the schema are routed by dtype: int and float columns
-        (not bool) are numeric, everything else (object, string, category,
-        bool, datetime, ...) categorical — an integer column with few values
-        (a code, a rating) is still *numeric* unless the schema declares it
-        categorical. A ``Categorical`` column's dtype categories are not
+        (not bool) are numeric, and so are date columns (``datetime64``,
+        time zones included), binned as days since 1970-01-01 UTC and
+        returned as dates of their dtype (their bounds in ``schema_`` are in
+        those days; declare a date column categorical to keep its values as
+        labels); everything else (object, string, category, bool, ...) is
+        categorical — an integer column with few values (a code, a rating) is
+        still *numeric* unless the schema declares it categorical. A ``Categorical`` column's dtype categories are not
         treated as public. Use :meth:`from_json` to read the schema from JSON.
     n_bins : int or "auto", default="auto"
         Bins of numeric columns whose spec has no ``n_bins``. ``"auto"``:
@@ -719,6 +745,18 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
                     "and usually hide a data error (a division by zero, an overflow); TableDiscretizer does not "
                     "clip them into the end bins. Fix or drop them first.")
 
+    def _dates_to_days(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The frame with its binned date columns as days since 1970 (a copy when there are any)."""
+        dates = [c for c in getattr(self, "date_dtypes_", {}) if c in frame.columns]
+        if not dates:
+            return frame
+        frame = frame.copy()
+        for c in dates:
+            if not pd.api.types.is_datetime64_any_dtype(frame[c].dtype):
+                raise TypeError(f"Column {c!r} held dates in fit; got dtype {frame[c].dtype}.")
+            frame[c] = _dates_as_days(frame[c])
+        return frame
+
     def _numeric_missing_specs(self) -> dict:
         """``{column: {"missing": ...}}`` of the fitted numeric columns: "error" where there is no missing bin."""
         out = {}
@@ -760,6 +798,10 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         absent = [c for c in schema if c not in set(columns)]
         if absent:
             raise ValueError(f"schema names columns that are not in X: {absent}. X has columns {columns}.")
+        # Date columns not declared categorical are binned as numbers: days since 1970 (see _dates_as_days).
+        self.date_dtypes_ = {c: frame[c].dtype for c in columns if pd.api.types.is_datetime64_any_dtype(frame[c].dtype)
+                             and (schema.get(c) or {}).get("type", "numeric") == "numeric"}
+        frame = self._dates_to_days(frame)
 
         specs = _route(schema, frame, self.n_bins, self.strategy, dp=self.epsilon is not None)
         numeric = [c for c in columns if specs[c]["type"] == "numeric"]
@@ -941,7 +983,7 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
             public category list; a NumPy array after
             ``set_output(transform="default")``.
         """
-        frame = self._frame_for(X, "transform")
+        frame = self._dates_to_days(self._frame_for(X, "transform"))
         self._check_no_nan(frame, self.numeric_columns_, "transform", self._numeric_missing_specs())
         parts = {}
         for s, cols in self._groups.items():
@@ -1002,6 +1044,8 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         for s, cols in self._groups.items():
             out = self.discretizers_[s].inverse_transform(frame[cols], method=method, random_state=rng)
             parts.update({c: out[c].set_axis(frame.index) for c in cols})
+        for c, dtype in getattr(self, "date_dtypes_", {}).items():
+            parts[c] = _days_as_dates(parts[c], dtype)
         if self.encoder_ is not None:
             # The encoder reads the values (labels), so exact columns need no extra categories back.
             out = self.encoder_.inverse_transform(frame[self.categorical_columns_])
