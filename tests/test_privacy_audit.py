@@ -377,6 +377,27 @@ def test_audit_dp_kbins_discretizer_adaptive_bounds():
     assert ratio >= 0.1
 
 
+def test_audit_dp_kbins_discretizer_kinds_histogram():
+    """DPKBinsDiscretizer(strategy="adaptive") on a float column: the precision it learns comes from the kinds
+    histogram alone (values by number of decimals, missing values: each record in one count), released with
+    Laplace noise at a fifth of the non-bounds budget, ε = 1 here (public bounds, ε = 5 for the column). D has
+    30 whole numbers and 4 values with one decimal, D' one more of those; the statistic is whether the column's
+    lattice is 0.1 (the one-decimal count passed ln(50) = 3.9)."""
+    claim = 1.0
+
+    def release(n_tenths):
+        values = [float(v) for v in range(30)] + [0.5] * n_tenths
+        frame = pd.DataFrame({"x": values})
+        return lambda rng: float(DPKBinsDiscretizer("auto", strategy="adaptive", bounds=(0.0, 100.0), epsilon=5.0,
+                                                    output="code", random_state=rng).fit(frame)
+                                 .lattice_steps_["x"] == pytest.approx(0.1))
+
+    res, ratio = run_audit(f"DPKBinsDiscretizer adaptive kinds eps={claim}", claim, release(4), release(5),
+                           n_runs=6000, random_state=21)
+    assert res.epsilon_lower_bound <= claim
+    assert ratio >= 0.25
+
+
 def test_audit_encoder_missing_values_count():
     """DPCategoricalEncoder(missing="auto"): the missing values' count is released with the other counts against
     its own threshold ln(50)/ε; every record is in one count, so the release is ε-DP (δ only covers the values

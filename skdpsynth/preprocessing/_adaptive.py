@@ -128,6 +128,18 @@ def extension_threshold(epsilon: float, candidates: int = 1) -> float:
     return math.log(candidates / (2.0 * _EXTENSION_FAILURE_PROBABILITY)) / epsilon
 
 
+#: Probability that a column without missing values gets a category or bin for them (its count passes
+#: :func:`missing_threshold` by noise alone); their records are then none, or a few drawn from the noise.
+MISSING_FALSE_POSITIVE = 0.05
+
+
+def missing_threshold(epsilon: float) -> float:
+    """Noisy count above which a column's missing values are released: ``ln(1 / (2 β)) / ε`` with β =
+    :data:`MISSING_FALSE_POSITIVE`. The count exists whatever the data (0 or not), so no δ is needed; a missing
+    share below the threshold goes unreleased (to "other", or to a numeric column's middle bin)."""
+    return math.log(1.0 / (2.0 * MISSING_FALSE_POSITIVE)) / epsilon
+
+
 def possible_buckets(lows: np.ndarray, highs: np.ndarray, step: float | None) -> np.ndarray:
     """Buckets that can hold a value: on a lattice of ``step``, none of magnitude below it but 0 (public)."""
     if step is None:

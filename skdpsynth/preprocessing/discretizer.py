@@ -337,7 +337,8 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
     is kept, and noise far from the data does not stretch the range. With
     ``missing="auto"``, the number of missing values is one more count of
     that histogram (a record is in one count); it gets a bin when its noisy
-    count exceeds ``ln(50) / ε`` (a count there whatever the data, so no δ).
+    count exceeds ``ln(10) / ε`` (a count there whatever the data, so no δ;
+    a column without missing values passes it with probability 5%).
     (2) A float column without ``decimals`` (or, with public bounds, a column
     whose missing values are to be counted) releases a "kinds" histogram
     with a fifth of the rest: its values counted by the fewest decimals (0 to
@@ -729,7 +730,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         """One column's bins by ``strategy="adaptive"`` (see the module :mod:`._adaptive`): bounds and occupied
         magnitude buckets, cells, their noisy weights, then about ``k`` bins of equal noisy mass. With
         ``missing_count`` (the missing values, for ``missing="auto"``), it is released with the cells' counts,
-        and the last value returned says whether it passed ``ln(50) / ε``: the column then gets a missing bin."""
+        and the last value returned says whether it passed ``ln(10) / ε``: the column then gets a missing bin."""
         lows, highs = _bucket_edges()
         eps_mag, eps_cells = None, share
         if share is not None and public_bounds is None:
@@ -787,7 +788,9 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
                             + ("" if missing_count is None else " and of its missing values"))
             # Counts there whatever the data: their threshold needs no δ; an empty one passes with probability 1%.
             threshold = _adaptive.extension_threshold(epsilon)
-        released = None if missing_count is None else bool(counts[-1] > threshold)
+        released = None
+        if missing_count is not None:
+            released = bool(counts[-1] > (_adaptive.missing_threshold(epsilon) if epsilon is not None else 0.0))
         return released, _adaptive.decimals_from_kinds(counts, threshold)
 
     def _middle_bin(self, name) -> int:
@@ -824,8 +827,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
                         + ("" if missing_count is None else " and of its missing values"))
         released = None
         if missing_count is not None:
-            # A count there whatever the data: its threshold needs no δ (an empty one passes with probability 1%).
-            released = bool(noisy[-1] > _adaptive.extension_threshold(epsilon))
+            released = bool(noisy[-1] > _adaptive.missing_threshold(epsilon))
             noisy = noisy[:-1]
         magnitudes = np.maximum(np.abs(lows), np.abs(highs))
         span = _adaptive.bounds_from_magnitudes(noisy, epsilon, _bounds_threshold(epsilon), possible, magnitudes)

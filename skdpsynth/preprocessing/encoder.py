@@ -22,6 +22,7 @@ from ..params import Dict, Interval, Names, Options, PrivacyParameter, validate_
 from ..privacy import PrivacyLedger, laplace_mechanism, warn_privacy_leak
 from ..privacy.metadata import mark_public
 from ..privacy.randomness import noise_generator, warn_reproducible_noise
+from ._adaptive import missing_threshold
 from ._input import (
     OutputMixin,
     as_frame,
@@ -204,9 +205,10 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
         (an extra category, always in the list). ``"auto"``, for a column whose
         categories are discovered with DP: their count is released with the
         column's other counts (same Laplace noise, no extra cost: a record is in
-        one count), against the threshold ``ln(50) / ε`` — it is a count
+        one count), against the threshold ``ln(10) / ε`` — it is a count
         whatever the data, so it needs no δ; a column without missing values
-        passes it with probability 1%. Passing, ``missing_category`` is in the
+        passes it with probability 5% (and then gets few or no missing
+        values: its count was noise). Passing, ``missing_category`` is in the
         list; otherwise missing values map to the "other" category, like the
         unreleased values (with ``handle_unknown="error"`` they raise). Discovered without
         DP, ``"auto"`` adds the category when the data have missing values;
@@ -515,11 +517,9 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
                 candidates, cut = counts.to_numpy(), tau
                 if missing[col] == "auto":
                     # One more count, of the missing values: a record is in it or in one value's count (L1
-                    # sensitivity 1 still), and it is there whatever the data, so its threshold needs no δ: it
-                    # is ln(1 / (2 β)) / ε, passed by the noise of a column without missing values with
-                    # probability β = 1%.
+                    # sensitivity 1 still), and it is there whatever the data, so its threshold needs no δ.
                     candidates = np.append(candidates, int(frame[col].isna().sum()))
-                    cut = np.append(np.full(counts.size, tau), math.log(50.0) / eps_col)
+                    cut = np.append(np.full(counts.size, tau), missing_threshold(eps_col))
                 keep = release_above_threshold(candidates, epsilon=eps_col,
                                                threshold=cut, random_state=rng)
                 if missing[col] == "auto":
