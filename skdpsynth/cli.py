@@ -280,30 +280,23 @@ def _parties(text: str) -> dict | int:
     return {"n_slices": k, "n_vertical": s}
 
 
-def _view_size(text: str):
-    """``--view-size``: an integer >= 2 or ``auto``."""
-    if text == "auto":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 2 or 'auto', got {text!r}") from None
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"must be >= 2 or 'auto', got {text}")
-    return value
+def _int_or_auto(minimum: int):
+    """An argparse type: an integer >= ``minimum`` or 'auto'."""
+    def parse(text: str):
+        if text == "auto":
+            return text
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum} or 'auto', got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum} or 'auto', got {text}")
+        return value
+    return parse
 
 
-def _bins(text: str):
-    """``--bins``: an integer >= 1 or 'auto'."""
-    if text == "auto":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1 or 'auto', got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1 or 'auto', got {text}")
-    return value
+_view_size = _int_or_auto(2)  # --view-size
+_bins = _int_or_auto(1)  # --bins
 
 
 def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins, seed, verbose: int,

@@ -535,17 +535,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
                 raise ValueError(f"n_bins[{c!r}] = {n_bins[c]} contradicts its {e.size} public edges "
                                  f"({e.size - 1} bins).")
             n_bins[c] = e.size - 1
-        # bounds
-        if self.bounds is None:
-            given = {}
-        elif isinstance(self.bounds, Mapping):
-            unknown = set(self.bounds) - set(columns)
-            if unknown:
-                raise ValueError(f"bounds names columns that are not {param_scope(self.columns, 'in the data')}: "
-                                 f"{sorted(map(str, unknown))}.")
-            given = dict(self.bounds)
-        else:
-            given = {c: self.bounds for c in columns}
+        given = self._column_values("bounds", columns)
         bounds = {}
         for c, b in given.items():
             try:
@@ -682,14 +672,8 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
 
     def _missing_bins(self, columns, frame: pd.DataFrame) -> dict:
         """Whether each column gets a bin for missing values, from ``missing`` and the dtypes only (public)."""
-        if isinstance(self.missing, Mapping):
-            unknown = set(self.missing) - set(columns)
-            if unknown:
-                raise ValueError(f"missing names columns that are not {param_scope(self.columns, 'in the data')}: "
-                                 f"{sorted(map(str, unknown))}.")
-            given = {c: self.missing.get(c, "error") for c in columns}
-        else:
-            given = {c: self.missing for c in columns}
+        named = self._column_values("missing", columns)
+        given = {c: named.get(c, "error") for c in columns} if isinstance(self.missing, Mapping) else named
         out = {}
         for c, option in given.items():
             if option not in ("error", "auto", "category"):
@@ -704,19 +688,23 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
                                               and self.strategy == "adaptive" else False)
         return out
 
+    def _column_values(self, name: str, columns) -> dict:
+        """A parameter given for all columns or as ``{column: value}``, as a dict over the columns it names."""
+        value = getattr(self, name)
+        if value is None:
+            return {}
+        if isinstance(value, Mapping):
+            unknown = set(value) - set(columns)
+            if unknown:
+                raise ValueError(f"{name} names columns that are not {param_scope(self.columns, 'in the data')}: "
+                                 f"{sorted(map(str, unknown))}.")
+            return dict(value)
+        return {c: value for c in columns}
+
     def _lattice_steps(self, columns, frame: pd.DataFrame) -> dict:
         """Each column's public lattice: ``10**-decimals`` when ``decimals`` names it, 1 for an integer dtype,
         else None (continuous)."""
-        if self.decimals is None:
-            given = {}
-        elif isinstance(self.decimals, Mapping):
-            unknown = set(self.decimals) - set(columns)
-            if unknown:
-                raise ValueError(f"decimals names columns that are not {param_scope(self.columns, 'in the data')}: "
-                                 f"{sorted(map(str, unknown))}.")
-            given = dict(self.decimals)
-        else:
-            given = {c: self.decimals for c in columns}
+        given = self._column_values("decimals", columns)
         steps = {}
         for c in columns:
             d = given.get(c)

@@ -159,18 +159,12 @@ def _numeric_keys(name, spec: Mapping) -> dict:
             raise ValueError(f"schema[{name!r}]['decimals'] must be an integer in 0..15 (0: whole numbers), "
                              f"got {decimals!r}.")
         out["decimals"] = int(decimals)
-    missing = spec.get("missing")
-    if missing is not None:
-        if missing not in _NUMERIC_MISSING:
-            raise ValueError(f"schema[{name!r}]['missing'] must be one of {list(_NUMERIC_MISSING)}, "
-                             f"got {missing!r}.")
-        out["missing"] = missing
-    strategy = spec.get("strategy")
-    if strategy is not None:
-        if strategy not in _STRATEGIES:
-            raise ValueError(f"schema[{name!r}]['strategy'] must be one of {list(_STRATEGIES)}, "
-                             f"got {strategy!r}.")
-        out["strategy"] = strategy
+    for key, allowed_values in (("missing", _NUMERIC_MISSING), ("strategy", _STRATEGIES)):
+        value = spec.get(key)
+        if value is not None:
+            if value not in allowed_values:
+                raise ValueError(f"schema[{name!r}][{key!r}] must be one of {list(allowed_values)}, got {value!r}.")
+            out[key] = value
     edges = spec.get("edges")
     if edges is not None:
         edges = _checked_edges(name, edges, out)
