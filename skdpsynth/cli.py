@@ -440,12 +440,30 @@ def _run(real: pd.DataFrame, schema, args, title: str, source: str | None = None
         print(f"wrote {len(synthetic):,} records to {out} in {seconds:.1f} s")
         releases = sum(e.accounting != "leak" for e in ledger)
         print(f"privacy: {releases} releases, {ledger.statement(delta)}")
+        discovery = _discovery_summary(pipe.named_steps_["table"])
+        if discovery:
+            print(discovery)
         for note in notes:
             print(f"note: {note}")
     if args.report:
         _report(args, pipe, real, synthetic, test, ledger=ledger, delta=delta, title=title, seconds=seconds,
                 notes=notes)
     return 0
+
+
+def _discovery_summary(table) -> str | None:
+    """One line on the categories discovered with DP: how many each column kept, the threshold below which a
+    value went to ``__other__``, and how to keep them all. Only released figures (the categories, the
+    thresholds, which are public functions of the budget); None when nothing was discovered with DP."""
+    encoder = getattr(table, "encoder_", None)
+    thresholds = {} if encoder is None else encoder.thresholds_
+    if not thresholds:
+        return None
+    kept = ", ".join(f"{c} {len(table.schema_[c]['categories'])}" for c in thresholds)
+    lowest = min(thresholds.values())
+    return (f"categories discovered with DP (values kept: {kept}): a value held by fewer than about "
+            f"{lowest:,.0f} records at this budget is written as '__other__'; list a column's categories in "
+            "--schema to keep them all, free (doc/preprocessing.md)")
 
 
 def _fit(pipe: SynthesisPipeline, train: pd.DataFrame, source: str | None, method: str) -> None:

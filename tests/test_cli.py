@@ -476,3 +476,21 @@ def test_a_column_outside_the_schema_with_leading_zeros_is_read_as_text(tmp_path
     plain = tmp_path / "p.csv"
     plain.write_text("n,m\n100,0.5\n2,0\n")
     assert [str(t) for t in _read_input(plain).dtypes] == ["int64", "float64"]  # numbers stay numbers
+
+
+def test_discovered_categories_are_summarised_with_released_figures_only(table, tmp_path, capsys):
+    """Without categories in the schema, the run says how many values DP discovery kept per column, the
+    threshold below which a value is written '__other__' (a function of the budget), and how to keep them."""
+    frame, path, _ = table
+    schema_path = tmp_path / "bounds_only.json"
+    schema_path.write_text(json.dumps({"age": {"type": "numeric", "bounds": [17, 90]}}))
+    code = main(["synthesize", str(path), "--schema", str(schema_path), "--epsilon", "2", "--preprocessing-epsilon",
+                 "1", "-o", str(tmp_path / "out.csv"), "--seed", "0"])
+    assert code == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("categories discovered with DP")]
+    assert len(line) == 1
+    assert "color 3" in line[0] and "'__other__'" in line[0] and "--schema" in line[0]
+    # The threshold of (epsilon 1, delta 5e-10) for the one discovered column, as released by the encoder.
+    from skdpsynth.preprocessing.encoder import dp_threshold
+    assert f"{dp_threshold(1.0, 5e-10):,.0f} records" in line[0]
+    assert str(len(frame)) not in line[0].replace(",", "")
