@@ -335,7 +335,8 @@ def test_audit_dp_kbins_discretizer_adaptive_histogram():
 
     Every record is in one cell, so the histogram has L1 sensitivity 1 and Laplace noise of scale 1/ε makes
     it ε-DP. The statistic is the released weight of the cell the extra record of D' falls in (before the
-    post-processing that spreads bucket mass; with public bounds there is none), 10 records against 11.
+    post-processing that spreads bucket mass; with public bounds there is none), 100 records against 101: enough
+    for the cell to stand out of the noise of all the cells, so its weight is its noisy count.
     """
     epsilon = 1.0
 
@@ -351,7 +352,7 @@ def test_audit_dp_kbins_discretizer_adaptive_histogram():
         return run
 
     res, ratio = run_audit(f"DPKBinsDiscretizer adaptive cells eps={epsilon}", epsilon,
-                           release([0.2] + [0.7] * 10), release([0.2] + [0.7] * 11), n_runs=4000, random_state=18)
+                           release([0.2] + [0.7] * 100), release([0.2] + [0.7] * 101), n_runs=4000, random_state=18)
     assert res.epsilon_lower_bound <= epsilon
     assert ratio >= 0.25
 
@@ -381,8 +382,8 @@ def test_audit_dp_kbins_discretizer_kinds_histogram():
     """DPKBinsDiscretizer(strategy="adaptive") on a float column: the precision it learns comes from the kinds
     histogram alone (values by number of decimals, missing values: each record in one count), released with
     Laplace noise at a fifth of the non-bounds budget, ε = 1 here (public bounds, ε = 5 for the column). D has
-    30 whole numbers and 4 values with one decimal, D' one more of those; the statistic is whether the column's
-    lattice is 0.1 (the one-decimal count passed ln(50) = 3.9)."""
+    30 whole numbers and 3 values with one decimal, D' one more of those (either side of ln(50) = 3.9); the
+    statistic is whether the column's lattice is 0.1 (the one-decimal count passed the threshold)."""
     claim = 1.0
 
     def release(n_tenths):
@@ -392,9 +393,27 @@ def test_audit_dp_kbins_discretizer_kinds_histogram():
                                                     output="code", random_state=rng).fit(frame)
                                  .lattice_steps_["x"] == pytest.approx(0.1))
 
-    res, ratio = run_audit(f"DPKBinsDiscretizer adaptive kinds eps={claim}", claim, release(4), release(5),
+    res, ratio = run_audit(f"DPKBinsDiscretizer adaptive kinds eps={claim}", claim, release(3), release(4),
                            n_runs=6000, random_state=21)
     assert res.epsilon_lower_bound <= claim
+    assert ratio >= 0.25
+
+
+def test_audit_dp_kbins_discretizer_missing_values_count():
+    """DPKBinsDiscretizer(strategy="adaptive", missing="auto") without bounds: the missing values are one more count
+    of the magnitude histogram (a record is in one count), released with its Laplace noise (ε_b = 0.75 of ε = 1)
+    against ln(10)/ε_b. D has 60 values at 3 and 3 missing ones, D' one missing value more; the statistic is
+    whether the column got a bin for them."""
+    epsilon = 1.0
+
+    def release(n_missing):
+        frame = pd.DataFrame({"x": [3.0] * 60 + [np.nan] * n_missing})
+        return lambda rng: float(DPKBinsDiscretizer("auto", strategy="adaptive", epsilon=epsilon, missing="auto",
+                                                    output="code", random_state=rng).fit(frame).missing_bins_["x"])
+
+    res, ratio = run_audit(f"DPKBinsDiscretizer adaptive missing count eps={epsilon}", 0.75 * epsilon, release(3),
+                           release(4), n_runs=6000, random_state=22)
+    assert res.epsilon_lower_bound <= 0.75 * epsilon
     assert ratio >= 0.25
 
 
