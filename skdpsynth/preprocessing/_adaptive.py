@@ -147,16 +147,27 @@ def possible_buckets(lows: np.ndarray, highs: np.ndarray, step: float | None) ->
     return (np.maximum(np.abs(lows), np.abs(highs)) >= step) | ((lows == 0) & (highs == 0))
 
 
-def _lattice(values: np.ndarray, step: float | None) -> np.ndarray:
+def _index_up(values, step: float):
+    """Index of the first lattice point at or above each value (``values / step`` rounded first, so a value
+    written on the lattice in decimal is on it despite binary rounding)."""
+    return np.ceil(np.round(np.asarray(values) / step, 9))
+
+
+def _index_down(values, step: float):
+    """Index of the last lattice point at or below each value (see :func:`_index_up`)."""
+    return np.floor(np.round(np.asarray(values) / step, 9))
+
+
+def lattice_up(values: np.ndarray, step: float | None) -> np.ndarray:
     """``values`` moved up onto the lattice ``step * Z`` (unchanged without a lattice)."""
     if step is None:
         return values
-    return np.ceil(np.round(values / step, 9)) * step
+    return _index_up(values, step) * step
 
 
 def on_lattice(lower: float, upper: float, step: float) -> tuple[float, float]:
     """Bounds moved out onto the lattice ``step * Z`` (public bounds stay bounds of the same values)."""
-    return (float(np.floor(np.round(lower / step, 9)) * step), float(np.ceil(np.round(upper / step, 9)) * step))
+    return float(_index_down(lower, step) * step), float(_index_up(upper, step) * step)
 
 
 def cell_edges(lower: float, upper: float, lows: np.ndarray, highs: np.ndarray, occupied: np.ndarray,
@@ -187,7 +198,7 @@ def cell_edges(lower: float, upper: float, lows: np.ndarray, highs: np.ndarray, 
         elif not run_open:  # the first of a run of unoccupied buckets opens one cell for the whole run
             cuts.append(lo)
             run_open = True
-    edges = np.unique(np.clip(_lattice(np.asarray(cuts, dtype=np.float64), step), lower, upper))
+    edges = np.unique(np.clip(lattice_up(np.asarray(cuts, dtype=np.float64), step), lower, upper))
     edges[0], edges[-1] = lower, upper
     edges = np.unique(edges)
     if step is not None and abs(upper / step - round(upper / step)) < 1e-9:
@@ -279,9 +290,9 @@ def cell_sizes(edges: np.ndarray, step: float | None) -> np.ndarray:
     """Each cell's size: its width, or its number of lattice points (the last cell is closed)."""
     if step is None:
         return np.diff(edges)
-    first = np.ceil(np.round(edges[:-1] / step, 9))
-    n_points = np.ceil(np.round(edges[1:] / step, 9)) - first
-    n_points[-1] = np.floor(np.round(edges[-1] / step, 9)) - first[-1] + 1
+    first = _index_up(edges[:-1], step)
+    n_points = _index_up(edges[1:], step) - first
+    n_points[-1] = _index_down(edges[-1], step) - first[-1] + 1
     return np.maximum(n_points, 0.0)
 
 
@@ -361,8 +372,8 @@ def draw_in_bins(codes: np.ndarray, first_cells: np.ndarray, edges: np.ndarray, 
         values = lo + u * (hi - lo)
         values = np.where(last, np.minimum(values, hi), np.minimum(values, np.nextafter(hi, -np.inf)))
         return np.maximum(values, lo)
-    first = np.ceil(np.round(lo / step, 9))
-    final = np.where(last, np.floor(np.round(hi / step, 9)), np.ceil(np.round(hi / step, 9)) - 1)
+    first = _index_up(lo, step)
+    final = np.where(last, _index_down(hi, step), _index_up(hi, step) - 1)
     final = np.maximum(final, first)
     points = first + np.minimum(np.floor(u * (final - first + 1)), final - first)
     return points * step

@@ -107,6 +107,14 @@ def _bucket_index(values: np.ndarray) -> np.ndarray:
     return idx
 
 
+def _no_bounds_error(name, epsilon: float) -> ValueError:
+    """The error when no magnitude bucket stands out of the noise (it names the budget, never the data)."""
+    return ValueError(
+        f"Could not estimate bounds for column {name!r} with epsilon={epsilon:.4g}: no magnitude "
+        f"bucket's noisy count exceeded the threshold {_bounds_threshold(epsilon):.3g}. Give public "
+        "bounds for it (bounds=...) or a larger epsilon.")
+
+
 def _dp_bounds(values: np.ndarray, epsilon: float, rng, ledger: PrivacyLedger, name) -> tuple[float, float]:
     """ε-DP power-of-two bounds of the finite ``values`` (see DPKBinsDiscretizer's docstring)."""
     counts = np.bincount(_bucket_index(values), minlength=_N_BUCKETS)
@@ -116,11 +124,7 @@ def _dp_bounds(values: np.ndarray, epsilon: float, rng, ledger: PrivacyLedger, n
     )
     passing = np.flatnonzero(noisy > _bounds_threshold(epsilon))
     if passing.size == 0:
-        raise ValueError(
-            f"Could not estimate bounds for column {name!r} with epsilon={epsilon:.4g}: no magnitude "
-            f"bucket's noisy count exceeded the threshold {_bounds_threshold(epsilon):.3g}. Give public "
-            "bounds for it (bounds=...) or a larger epsilon."
-        )
+        raise _no_bounds_error(name, epsilon)
     lows, highs = _bucket_edges()
     return _widen(float(lows[passing[0]]), float(highs[passing[-1]]))
 
@@ -750,7 +754,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
                 description=f"histogram of column {name!r}: noisy counts of {counts.size} cells (adaptive bins)")
             scale = 1.0 / eps_cells
         # A cell's bucket is that of a value it holds: its first lattice point, or (continuous) its middle.
-        inner = edges[:-1] + 0.5 * np.diff(edges) if step is None else np.ceil(np.round(edges[:-1] / step, 9)) * step
+        inner = edges[:-1] + 0.5 * np.diff(edges) if step is None else _adaptive.lattice_up(edges[:-1], step)
         cell_bucket = np.where(occupied[_bucket_index(inner)], _bucket_index(inner), -1)
         weights = _adaptive.noisy_cell_weights(counts, scale, cell_bucket, bucket_counts,
                                                _adaptive.cell_sizes(edges, step))
@@ -820,10 +824,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         magnitudes = np.maximum(np.abs(lows), np.abs(highs))
         span = _adaptive.bounds_from_magnitudes(noisy, epsilon, _bounds_threshold(epsilon), possible, magnitudes)
         if span is None:
-            raise ValueError(
-                f"Could not estimate bounds for column {name!r} with epsilon={epsilon:.4g}: no magnitude "
-                f"bucket's noisy count exceeded the threshold {_bounds_threshold(epsilon):.3g}. Give public "
-                "bounds for it (bounds=...) or a larger epsilon.")
+            raise _no_bounds_error(name, epsilon)
         first, last = span
         lower, upper = _widen(float(lows[first]), float(highs[last]))
         occupied = possible & (noisy > _adaptive.extension_threshold(epsilon))
