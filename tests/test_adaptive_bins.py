@@ -262,3 +262,59 @@ def test_dates_are_binned_as_days_and_come_back_as_dates(tz):
     assert offsets.between(lower, upper).all()
     if tz is None:  # whole days in, whole days out (the kinds histogram finds 0 decimals)
         assert (days_back == days_back.dt.normalize()).all()
+
+
+def test_date_columns_get_calendar_year_buckets():
+    """A date column's values (days since 1970) sit in one or two magnitude buckets, whose 32 cells of 512 days
+    would smear five years of dates into four cells (and past the last date); calendar years as the first level's
+    buckets put the DP bounds on year starts and cut each occupied year into 32 cells of about 11 days."""
+    rng = np.random.default_rng(3)
+    days = pd.Timestamp("2019-01-01") + pd.to_timedelta(rng.integers(0, 1826, size=20000), unit="D")
+    frame = pd.DataFrame({"when": pd.Series(days)})
+    table = TableDiscretizer(epsilon=1.0, random_state=0).fit(frame)
+    lower, upper = table.schema_["when"]["bounds"]
+    start = (pd.Timestamp("2019-01-01") - pd.Timestamp("1970-01-01")).days
+    end = (pd.Timestamp("2024-01-01") - pd.Timestamp("1970-01-01")).days
+    # Each year holds ~4,000 records, the noise of its count has scale 1/0.75: the bounds are the years' ends.
+    assert (lower, upper) == (start, end)
+    disc = table.discretizers_["adaptive"]
+    widths = np.diff(disc.cell_edges_["when"])
+    assert widths[:-1].max() <= 12  # 365 or 366 days in 32 cells, on whole days (the last: the upper bound's cell)
+    described = [e.description for e in table.privacy_ledger_.entries if e.description.startswith("bounds")]
+    assert described == ["bounds of column 'when': noisy histogram of 585 public buckets (bucket_edges) and of "
+                         "its missing values"]  # the years 1678 .. 2262; a date column may hold NaT
+    back = table.inverse_transform(table.transform(frame), random_state=0)["when"]
+    assert back.min() >= pd.Timestamp("2019-01-01") and back.max() <= pd.Timestamp("2024-01-01")
+
+
+def test_public_bucket_edges_set_where_the_bounds_may_fall():
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"year": rng.integers(1950, 2020, size=5000), "other": rng.normal(size=5000)})
+    decades = list(range(1900, 2101, 10))
+    disc = DPKBinsDiscretizer("auto", strategy="adaptive", epsilon=1.0, output="code", random_state=0,
+                              bucket_edges={"year": decades}).fit(frame)
+    assert disc.bounds_["year"] == (1950.0, 2020.0)
+    assert disc.get_params()["bucket_edges"] is not None and "other" in disc.bounds_
+    # Values beyond the grid are counted in its end buckets: the bounds never leave it.
+    beyond = pd.DataFrame({"year": np.r_[np.full(3000, 2500), np.full(3000, 1990)]})
+    disc = DPKBinsDiscretizer("auto", strategy="adaptive", epsilon=1.0, output="code", random_state=0,
+                              bucket_edges={"year": decades}).fit(beyond)
+    assert disc.bounds_["year"] == (1990.0, 2100.0)
+    # The other strategies' DP bounds use the same buckets.
+    disc = DPKBinsDiscretizer(4, strategy="uniform", epsilon=1.0, random_state=0,
+                              bucket_edges={"year": decades}).fit(frame[["year"]])
+    assert disc.bounds_["year"] == (1950.0, 2020.0)
+
+
+@pytest.mark.parametrize("bucket_edges, error, match", [
+    ([0, 1], TypeError, "bucket_edges must be None or a mapping"),
+    ({"x": [0, 1]}, ValueError, "bucket_edges names columns that are not"),
+    ({"year": [0, 2, 1]}, ValueError, "bucket_edges for column 'year' must be finite and strictly increasing"),
+    ({"year": [5]}, ValueError, "bucket_edges for column 'year' must be at least two numbers"),
+    ({"year": np.arange(200_000.0)}, ValueError, "bucket_edges for column 'year' has 200,000 edges; at most"),
+])
+def test_bucket_edges_are_checked(bucket_edges, error, match):
+    frame = pd.DataFrame({"year": [1990, 2000, 2010]})
+    with pytest.raises(error, match=match):
+        DPKBinsDiscretizer("auto", strategy="adaptive", epsilon=1.0, random_state=0,
+                           bucket_edges=bucket_edges).fit(frame)

@@ -378,6 +378,28 @@ def test_audit_dp_kbins_discretizer_adaptive_bounds():
     assert ratio >= 0.1
 
 
+def test_audit_dp_kbins_discretizer_public_buckets():
+    """DPKBinsDiscretizer(strategy="adaptive", bucket_edges=...) (TableDiscretizer gives date columns calendar
+    years): the released upper bound, from the noisy histogram of the public buckets, is ε-DP overall.
+
+    Buckets of ten over [0, 100]; D has 60 records at 3 and 8 at 95, D' one more at 95: whether the bound reaches
+    100 depends on the last bucket's noisy count, near the extension threshold ln(9 / 0.02) / (0.75 ε).
+    """
+    epsilon = 1.0
+
+    def release(values):
+        frame = pd.DataFrame({"x": np.asarray(values, dtype=float)})
+        return lambda rng: DPKBinsDiscretizer("auto", strategy="adaptive", epsilon=epsilon, output="code",
+                                              random_state=rng, bucket_edges={"x": list(range(0, 101, 10))}
+                                              ).fit(frame).bounds_["x"][1]
+
+    base = [3.0] * 60 + [95.0] * 8
+    res, ratio = run_audit(f"DPKBinsDiscretizer public buckets bounds eps={epsilon}", epsilon,
+                           release(base), release(base + [95.0]), n_runs=3000, random_state=26)
+    assert res.epsilon_lower_bound <= epsilon
+    assert ratio >= 0.1
+
+
 def test_audit_dp_kbins_discretizer_kinds_histogram():
     """DPKBinsDiscretizer(strategy="adaptive") on a float column: the precision it learns comes from the kinds
     histogram alone (values by number of decimals, missing values: each record in one count), released with

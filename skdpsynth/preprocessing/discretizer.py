@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,9 @@ _MAGNITUDES = np.arange(_K_MIN, _K_MAX + 1)
 _N_BUCKETS = 2 * _MAGNITUDES.size + 1  # negative buckets, the zero bucket, positive buckets
 # Probability that at least one bucket with true count 0 passes the threshold.
 _BOUNDS_FAILURE_PROBABILITY = 0.01
+# Most public bucket_edges of one column: each occupied bucket becomes 32 cells, and the bounds' union bound grows
+# with the number of buckets.
+_MAX_BUCKET_EDGES = 100_001
 # Peak memory of a fit and its transform, per bin: the DP quantiles (about 420 bytes) and the categorical labels
 # (about 500), measured at 1e5 and 1e6 bins, rounded up.
 _BYTES_PER_BIN = 512
@@ -74,13 +78,13 @@ def _widen(lower: float, upper: float) -> tuple[float, float]:
     return lower, upper
 
 
-def _bounds_threshold(epsilon: float) -> float:
+def _bounds_threshold(epsilon: float, n_buckets: int = _N_BUCKETS) -> float:
     """Noisy-count threshold t with P(some empty bucket passes) <= _BOUNDS_FAILURE_PROBABILITY.
 
     One empty bucket passes with P(Laplace(1/ε) > t) = exp(-ε t) / 2; a union bound
-    over all buckets gives t = ln(B / (2 β)) / ε.
+    over all ``n_buckets`` buckets gives t = ln(B / (2 β)) / ε.
     """
-    return math.log(_N_BUCKETS / (2.0 * _BOUNDS_FAILURE_PROBABILITY)) / epsilon
+    return math.log(n_buckets / (2.0 * _BOUNDS_FAILURE_PROBABILITY)) / epsilon
 
 
 def _bucket_edges() -> tuple[np.ndarray, np.ndarray]:
@@ -107,26 +111,61 @@ def _bucket_index(values: np.ndarray) -> np.ndarray:
     return idx
 
 
-def _no_bounds_error(name, epsilon: float) -> ValueError:
-    """The error when no magnitude bucket stands out of the noise (it names the budget, never the data)."""
+class _Buckets(NamedTuple):
+    """The public buckets of a column's first histogram (its DP bounds), in increasing order of their values."""
+
+    lows: np.ndarray
+    highs: np.ndarray
+    #: Each bucket's magnitude for the rule that lets a range grow over tiny magnitudes for free (see
+    #: :func:`._adaptive.bounds_from_magnitudes`); inf where no bucket is tiny (public edges).
+    reach: np.ndarray
+    #: What the buckets are, for the ledger.
+    description: str
+    #: The bucket of each finite value: a function of the value and the public buckets only.
+    index: Callable[[np.ndarray], np.ndarray]
+
+    @property
+    def size(self) -> int:
+        return int(self.lows.size)
+
+
+def _magnitude_buckets() -> _Buckets:
+    """The default buckets: ``sign(x) * 2^k`` magnitudes and 0."""
+    lows, highs = _bucket_edges()
+    return _Buckets(lows, highs, np.maximum(np.abs(lows), np.abs(highs)), "sign(x)*2^k magnitude buckets",
+                    _bucket_index)
+
+
+def _edge_buckets(edges: np.ndarray) -> _Buckets:
+    """Buckets between consecutive public ``edges``; a value below the first or above the last is counted in
+    the end bucket, so the DP bounds never reach beyond the edges."""
+    def index(values: np.ndarray) -> np.ndarray:
+        return np.clip(np.searchsorted(edges, values, side="right") - 1, 0, edges.size - 2)
+
+    return _Buckets(edges[:-1].copy(), edges[1:].copy(), np.full(edges.size - 1, np.inf),
+                    f"{edges.size - 1} public buckets (bucket_edges)", index)
+
+
+def _no_bounds_error(name, epsilon: float, n_buckets: int = _N_BUCKETS) -> ValueError:
+    """The error when no bucket stands out of the noise (it names the budget, never the data)."""
     return ValueError(
-        f"Could not estimate bounds for column {name!r} with epsilon={epsilon:.4g}: no magnitude "
-        f"bucket's noisy count exceeded the threshold {_bounds_threshold(epsilon):.3g}. Give public "
-        "bounds for it (bounds=...) or a larger epsilon.")
+        f"Could not estimate bounds for column {name!r} with epsilon={epsilon:.4g}: no "
+        f"{'magnitude ' if n_buckets == _N_BUCKETS else ''}bucket's noisy count exceeded the threshold "
+        f"{_bounds_threshold(epsilon, n_buckets):.3g}. Give public bounds for it (bounds=...) or a larger epsilon.")
 
 
-def _dp_bounds(values: np.ndarray, epsilon: float, rng, ledger: PrivacyLedger, name) -> tuple[float, float]:
-    """ε-DP power-of-two bounds of the finite ``values`` (see DPKBinsDiscretizer's docstring)."""
-    counts = np.bincount(_bucket_index(values), minlength=_N_BUCKETS)
+def _dp_bounds(values: np.ndarray, epsilon: float, rng, ledger: PrivacyLedger, name,
+               buckets: _Buckets) -> tuple[float, float]:
+    """ε-DP bounds of the finite ``values`` at the ends of ``buckets`` (see DPKBinsDiscretizer's docstring)."""
+    counts = np.bincount(buckets.index(values), minlength=buckets.size)
     noisy = laplace_mechanism(
         counts, epsilon=epsilon, sensitivity=1.0, random_state=rng, ledger=ledger,
-        description=f"bounds of column {name!r}: noisy histogram of sign(x)*2^k magnitude buckets",
+        description=f"bounds of column {name!r}: noisy histogram of {buckets.description}",
     )
-    passing = np.flatnonzero(noisy > _bounds_threshold(epsilon))
+    passing = np.flatnonzero(noisy > _bounds_threshold(epsilon, buckets.size))
     if passing.size == 0:
-        raise _no_bounds_error(name, epsilon)
-    lows, highs = _bucket_edges()
-    return _widen(float(lows[passing[0]]), float(highs[passing[-1]]))
+        raise _no_bounds_error(name, epsilon, buckets.size)
+    return _widen(float(buckets.lows[passing[0]]), float(buckets.highs[passing[-1]]))
 
 
 def _quantile_sensitivity(q: float) -> float:
@@ -167,12 +206,12 @@ def _dp_quantile(sorted_clipped: np.ndarray, lower: float, upper: float, q: floa
 
 
 def _column_bounds(name, x: np.ndarray, public: dict, epsilon: float | None, rng,
-                   ledger: PrivacyLedger) -> tuple[float, float]:
+                   ledger: PrivacyLedger, buckets: _Buckets) -> tuple[float, float]:
     """A binned column's bounds: public, DP with ``epsilon``, or (without a budget) the data's range widened."""
     if name in public:
         return public[name]
     if epsilon is not None:
-        return _dp_bounds(x, epsilon, rng, ledger, name)
+        return _dp_bounds(x, epsilon, rng, ledger, name, buckets)
     if x.size == 0:
         raise ValueError(f"Column {name!r} has no values (0 rows) to read bounds from; give public "
                          "bounds (bounds=... or edges=...).")
@@ -271,6 +310,19 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         to this many decimals (``{column: d}`` or one d for all), and
         ``"adaptive"`` cells hold multiples of ``10**-d``. Integer columns are
         whole numbers without it.
+    bucket_edges : None or dict, default=None
+        Public buckets ``{column: [b_0, ..., b_m]}`` (finite, strictly
+        increasing, at most 100,001) for the first DP histogram of a column
+        without public bounds, in place of the ``sign(x) * 2^k`` magnitudes:
+        its DP bounds are then edges of these buckets, and ``"adaptive"``
+        cuts each occupied bucket into 32 cells. Magnitudes suit values that
+        spread from near 0 (amounts, counts); values far from 0 compared with
+        their spread (years, dates as days) fit one magnitude bucket, whose 32
+        cells are then too coarse: give a public grid of them instead (e.g.
+        decades). Values below ``b_0`` or above ``b_m`` are counted in the
+        end buckets, so the bounds never reach beyond the grid.
+        :class:`~skdpsynth.preprocessing.TableDiscretizer` gives date columns
+        calendar years.
 
     Attributes
     ----------
@@ -432,7 +484,8 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
 
     def __init__(self, n_bins=10, *, columns=None, strategy="uniform", bounds=None, epsilon=None,
                  bounds_epsilon_fraction=None, output="interval", random_state=None, edges=None, decimals=None,
-                 missing="error"):
+                 missing="error", bucket_edges=None):
+        self.bucket_edges = bucket_edges
         self.missing = missing
         self.n_bins = n_bins
         self.columns = columns
@@ -488,28 +541,42 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
             )
         return values
 
-    def _public_edges(self, columns) -> dict:
-        if self.edges is None:
+    def _public_edges(self, columns, name: str = "edges") -> dict:
+        """``edges`` (or ``bucket_edges``) as ``{column: float64 array}``, checked: finite, strictly increasing,
+        at least two numbers, only binned columns."""
+        given = getattr(self, name)
+        if given is None:
             return {}
-        if not isinstance(self.edges, Mapping):
-            raise TypeError(f"edges must be None or a dict {{column: [e_0, ..., e_k]}}, got "
-                            f"{type(self.edges).__name__}.")
-        unknown = set(self.edges) - set(columns)
+        if not isinstance(given, Mapping):
+            raise TypeError(f"{name} must be None or a dict {{column: [e_0, ..., e_k]}}, got "
+                            f"{type(given).__name__}.")
+        unknown = set(given) - set(columns)
         if unknown:
-            raise ValueError(f"edges names columns that are not {param_scope(self.columns, 'in the data')}: "
+            raise ValueError(f"{name} names columns that are not {param_scope(self.columns, 'in the data')}: "
                              f"{sorted(map(str, unknown))}.")
         out = {}
-        for c, e in self.edges.items():
+        for c, e in given.items():
             if isinstance(e, (str, bytes)) or not np.iterable(e):
-                raise ValueError(f"edges for column {c!r} must be a sequence of numbers, got {e!r}.")
-            values = list(e)
+                raise ValueError(f"{name} for column {c!r} must be a sequence of numbers, got {e!r}.")
+            arr = np.asarray(e, dtype=object).ravel() if isinstance(e, np.ndarray) else None
+            values = list(e) if arr is None else arr
+            if len(values) > _MAX_BUCKET_EDGES and name == "bucket_edges":
+                raise ValueError(f"bucket_edges for column {c!r} has {len(values):,} edges; at most "
+                                 f"{_MAX_BUCKET_EDGES:,} are allowed (each occupied bucket becomes "
+                                 f"{_adaptive.CELLS_PER_BUCKET} cells). Give coarser buckets.")
             if len(values) < 2 or not all(_is_number(v) for v in values):
-                raise ValueError(f"edges for column {c!r} must be at least two numbers, got {e!r}.")
+                raise ValueError(f"{name} for column {c!r} must be at least two numbers, got {e!r}.")
             arr = np.asarray(values, dtype=np.float64)
             if not (np.all(np.isfinite(arr)) and np.all(np.diff(arr) > 0)):
-                raise ValueError(f"edges for column {c!r} must be finite and strictly increasing, got {e!r}.")
+                raise ValueError(f"{name} for column {c!r} must be finite and strictly increasing, got {e!r}.")
             out[c] = arr
         return out
+
+    def _buckets(self, columns) -> dict:
+        """Each binned column's first-level buckets: its public ``bucket_edges``, or the magnitudes."""
+        given = self._public_edges(columns, "bucket_edges")
+        magnitudes = _magnitude_buckets()
+        return {c: _edge_buckets(given[c]) if c in given else magnitudes for c in columns}
 
     def _per_column(self, columns):
         public_edges = self._public_edges(columns)
@@ -565,6 +632,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         "n_bins": [Interval(Integral, 1, None), Options("auto"), Mapping],
         "bounds": [None, tuple, list, Mapping],
         "edges": [None, Mapping],
+        "bucket_edges": [None, Mapping],
         "columns": [None, Names("column names")],
         "strategy": [Options("uniform", "quantile", "adaptive")],
         "decimals": [None, Interval(Integral, 0, 15), Mapping],
@@ -610,6 +678,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         quantile = self.strategy == "quantile"
         adaptive = self.strategy == "adaptive"
         steps = self._lattice_steps(columns, frame)
+        buckets = self._buckets(columns)
         needs_bounds = [c for c in columns if c not in public]
         needs_quantiles = [c for c in columns if c not in public_edges
                            and (adaptive or (quantile and n_bins[c] >= 2))]
@@ -646,14 +715,15 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
                     continue
                 missing_count = n_missing[c] if missing_bins[c] == "release" else None
                 bounds[c], edges[c], released = self._fit_adaptive(c, values[c], n_bins[c], public.get(c), steps[c],
-                                                                   missing_count, share=share, rng=rng, ledger=ledger)
+                                                                   missing_count, buckets[c], share=share, rng=rng,
+                                                                   ledger=ledger)
                 if missing_bins[c] == "release":
                     missing_bins[c] = released
                     if not released:  # too few missing values to release: they join the middle bin
                         self.missing_fill_[c] = self._middle_bin(c)
                 n_bins[c] = edges[c].size - 1
         else:
-            bounds, edges = self._fit_edges(columns, values, n_bins, public, public_edges, needs_quantiles,
+            bounds, edges = self._fit_edges(columns, values, n_bins, public, public_edges, needs_quantiles, buckets,
                                             share=share, rng=rng, ledger=ledger)
 
         if epsilon is not None:
@@ -718,12 +788,12 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
             steps[c] = 1.0 if integer and (d is None or d == 0) else (None if d is None else 10.0 ** -int(d))
         return steps
 
-    def _fit_adaptive(self, name, x: np.ndarray, k, public_bounds, step, missing_count, *, share, rng, ledger):
+    def _fit_adaptive(self, name, x: np.ndarray, k, public_bounds, step, missing_count, buckets: _Buckets, *,
+                      share, rng, ledger):
         """One column's bins by ``strategy="adaptive"`` (see the module :mod:`._adaptive`): bounds and occupied
         magnitude buckets, cells, their noisy weights, then about ``k`` bins of equal noisy mass. With
         ``missing_count`` (the missing values, for ``missing="auto"``), it is released with the cells' counts,
         and the last value returned says whether it passed ``ln(10) / ε``: the column then gets a missing bin."""
-        lows, highs = _bucket_edges()
         eps_mag, eps_cells = None, share
         if share is not None and public_bounds is None:
             fraction = _ADAPTIVE_BOUNDS_FRACTION if self.bounds_epsilon_fraction is None \
@@ -731,7 +801,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
             eps_mag = share * fraction
             eps_cells = share - eps_mag
         lower, upper, occupied, bucket_counts, released = self._magnitudes(name, x, public_bounds, eps_mag, step,
-                                                                           missing_count, rng, ledger)
+                                                                           missing_count, buckets, rng, ledger)
         found_step = step
         kinds_missing = missing_count if released is None else None  # not counted with the magnitudes
         if step is None or kinds_missing is not None:  # what the column's values look like: one more release
@@ -744,7 +814,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
                 lower, upper = _adaptive.on_lattice(lower, upper, found_step)
         step = found_step
         self.lattice_steps_[name] = step
-        edges = _adaptive.cell_edges(lower, upper, lows, highs, occupied, step)
+        edges = _adaptive.cell_edges(lower, upper, buckets.lows, buckets.highs, occupied, step)
         cells = np.clip(np.searchsorted(edges, np.clip(x, lower, upper), side="right") - 1, 0, edges.size - 2)
         counts = np.bincount(cells, minlength=edges.size - 1)
         scale = 0.0
@@ -755,7 +825,8 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
             scale = 1.0 / eps_cells
         # A cell's bucket is that of a value it holds: its first lattice point, or (continuous) its middle.
         inner = edges[:-1] + 0.5 * np.diff(edges) if step is None else _adaptive.lattice_up(edges[:-1], step)
-        cell_bucket = np.where(occupied[_bucket_index(inner)], _bucket_index(inner), -1)
+        inner_bucket = buckets.index(inner)
+        cell_bucket = np.where(occupied[inner_bucket], inner_bucket, -1)
         weights = _adaptive.noisy_cell_weights(counts, scale, cell_bucket, bucket_counts,
                                                _adaptive.cell_sizes(edges, step))
         if k == "auto":
@@ -792,18 +863,19 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         return int(np.searchsorted(self.bin_cells_[name], cell, side="right") - 1)
 
     @staticmethod
-    def _magnitudes(name, x: np.ndarray, public_bounds, epsilon: float | None, step, missing_count, rng, ledger):
-        """Bounds, which magnitude buckets are occupied, their counts, and whether the missing values (when
+    def _magnitudes(name, x: np.ndarray, public_bounds, epsilon: float | None, step, missing_count,
+                    buckets: _Buckets, rng, ledger):
+        """Bounds, which buckets are occupied, their counts, and whether the missing values (when
         ``missing_count`` is given) are released: noisy (ε-DP) unless the bounds are public (then nothing is
         released here, and the last is None), or read from the data without a budget."""
-        lows, highs = _bucket_edges()
+        lows, highs = buckets.lows, buckets.highs
         possible = _adaptive.possible_buckets(lows, highs, step)
         if public_bounds is not None:
             lower, upper = public_bounds
             # Nothing released: magnitudes far below the range's width hold at most a sliver of it, one cell.
-            occupied = possible & (np.maximum(np.abs(lows), np.abs(highs)) >= (upper - lower) * 2.0 ** -10)
+            occupied = possible & (buckets.reach >= (upper - lower) * 2.0 ** -10)
             return lower, upper, occupied, np.zeros(lows.size), None
-        counts = np.bincount(_bucket_index(x), minlength=_N_BUCKETS)
+        counts = np.bincount(buckets.index(x), minlength=buckets.size)
         if epsilon is None:
             if x.size == 0:
                 raise ValueError(f"Column {name!r} has no values (0 rows) to read bounds from; give public "
@@ -815,22 +887,23 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
             counts = np.append(counts, missing_count)
         noisy = laplace_mechanism(
             counts, epsilon=epsilon, sensitivity=1.0, random_state=rng, ledger=ledger,
-            description=f"bounds of column {name!r}: noisy histogram of sign(x)*2^k magnitude buckets"
+            description=f"bounds of column {name!r}: noisy histogram of {buckets.description}"
                         + ("" if missing_count is None else " and of its missing values"))
         released = None
         if missing_count is not None:
             released = bool(noisy[-1] > _adaptive.missing_threshold(epsilon))
             noisy = noisy[:-1]
-        magnitudes = np.maximum(np.abs(lows), np.abs(highs))
-        span = _adaptive.bounds_from_magnitudes(noisy, epsilon, _bounds_threshold(epsilon), possible, magnitudes)
+        span = _adaptive.bounds_from_magnitudes(noisy, epsilon, _bounds_threshold(epsilon, buckets.size), possible,
+                                                buckets.reach)
         if span is None:
-            raise _no_bounds_error(name, epsilon)
+            raise _no_bounds_error(name, epsilon, buckets.size)
         first, last = span
         lower, upper = _widen(float(lows[first]), float(highs[last]))
         occupied = possible & (noisy > _adaptive.extension_threshold(epsilon))
         return lower, upper, occupied, np.maximum(noisy, 0.0), released
 
-    def _fit_edges(self, columns, values, n_bins, public, public_edges, needs_quantiles, *, share, rng, ledger):
+    def _fit_edges(self, columns, values, n_bins, public, public_edges, needs_quantiles, buckets, *, share, rng,
+                   ledger):
         """Fit's edges step: each binned column's bounds, then its edges (public, uniform, or at quantiles);
         with a budget, ``share`` of it per DP column, split between its bounds and its quantiles."""
         bounds, edges = {}, {}
@@ -840,7 +913,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
             fraction = 0.5 if self.bounds_epsilon_fraction is None else self.bounds_epsilon_fraction
             eps_bounds = None if share is None else (share * fraction if both else share)
             eps_quant = None if share is None else (share - eps_bounds if both else share)
-            lower, upper = _column_bounds(c, x, public, eps_bounds, rng, ledger)
+            lower, upper = _column_bounds(c, x, public, eps_bounds, rng, ledger, buckets[c])
             bounds[c] = (lower, upper)
             if c in public_edges:
                 edges[c] = public_edges[c].copy()

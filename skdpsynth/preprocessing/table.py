@@ -87,6 +87,14 @@ def _dates_as_days(series: pd.Series) -> pd.Series:
     return pd.Series(days, index=series.index, name=series.name)
 
 
+def _year_starts() -> np.ndarray:
+    """January 1 of the years 1678 .. 2263 as days since 1970-01-01: the public buckets (calendar years) of a
+    date column's DP bounds and adaptive cells, covering every date of ``datetime64[ns]`` (1677-09-21 ..
+    2262-04-11, the earliest days counted in 1678)."""
+    years = np.arange(np.datetime64("1678", "Y"), np.datetime64("2264", "Y"))
+    return years.astype("datetime64[D]").astype(np.int64).astype(np.float64)
+
+
 def _days_as_dates(series: pd.Series, dtype) -> pd.Series:
     """Days since 1970-01-01 UTC back to dates of ``dtype`` (NaN as NaT)."""
     values = series.to_numpy(dtype=np.float64)
@@ -878,11 +886,14 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
                           if specs[c]["bounds"] is not None and specs[c]["edges"] is None}
                 edges = {c: specs[c]["edges"] for c in cols if specs[c]["edges"] is not None}
                 decimals = {c: specs[c]["decimals"] for c in cols if specs[c]["decimals"] is not None}
+                # A date column's values (days since 1970) sit far from 0 compared with their spread: calendar
+                # years, not magnitudes, as its first histogram's buckets.
+                years = {c: _year_starts() for c in cols if c in self.date_dtypes_ and c not in edges}
                 disc = DPKBinsDiscretizer(
                     n_bins={c: specs[c]["n_bins"] for c in cols if specs[c]["edges"] is None}, strategy=s,
                     bounds=bounds or None, epsilon=eps_g, output=self.output, random_state=next(sub_states),
                     edges=edges or None, decimals=decimals or None,
-                    missing={c: specs[c]["missing"] for c in cols})
+                    missing={c: specs[c]["missing"] for c in cols}, bucket_edges=years or None)
                 disc.set_output(transform="pandas").fit(frame[cols])
                 ledger.extend(disc.privacy_ledger_)
                 discretizers[s] = disc
