@@ -226,7 +226,7 @@ def test_decimals_and_missing_values_are_released_without_a_schema():
     values = back.dropna().to_numpy()
     assert np.array_equal(values, np.round(values, 2))
     kinds = [e for e in disc.privacy_ledger_ if e.description.startswith("kinds of column")]
-    assert len(kinds) == 1 and kinds[0].epsilon == pytest.approx(0.25 * 0.2)
+    assert len(kinds) == 1 and kinds[0].epsilon == pytest.approx(0.25 * 0.3)
 
 
 def test_too_few_missing_values_to_release_join_the_middle_bin():

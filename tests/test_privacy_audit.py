@@ -403,10 +403,10 @@ def test_audit_dp_kbins_discretizer_public_buckets():
 def test_audit_dp_kbins_discretizer_kinds_histogram():
     """DPKBinsDiscretizer(strategy="adaptive") on a float column: the precision it learns comes from the kinds
     histogram alone (values by number of decimals, missing values: each record in one count), released with
-    Laplace noise at a fifth of the non-bounds budget, ε = 1 here (public bounds, ε = 5 for the column). D has
-    30 whole numbers and 3 values with one decimal, D' one more of those (either side of ln(50) = 3.9); the
-    statistic is whether the column's lattice is 0.1 (the one-decimal count passed the threshold)."""
-    claim = 1.0
+    Laplace noise at 30% of the non-bounds budget, ε = 1.5 here (public bounds, ε = 5 for the column). D has
+    30 whole numbers and 3 values with one decimal, D' one more of those (either side of ln(400) / 1.5 = 4.0);
+    the statistic is whether the column's lattice is 0.1 (the one-decimal count passed the threshold)."""
+    claim = 1.5
 
     def release(n_tenths):
         values = [float(v) for v in range(30)] + [0.5] * n_tenths

@@ -85,20 +85,27 @@ def _farthest_passing(window: list, noisy: np.ndarray, magnitudes: np.ndarray, t
     """The farthest bucket of ``window`` (in order outward) the range may grow to, or None.
 
     A bucket passes alone when its noisy count exceeds ``ln(m / (2 β)) / ε``,
-    m the buckets of its group (regular, or tiny magnitudes); or when the
-    noisy sum of it and the k - 1 buckets beyond it in the window exceeds
-    ``2 (ln(m / β) + k ln(4/3)) / ε``: there is mass at or beyond it, a tail
-    spread thin over several magnitudes. Each test fails on unoccupied
-    buckets with probability at most β / m (the Laplace tail, and for a sum
-    of k Laplace(1/ε) the Chernoff bound with λ = ε/2, whose moment generating
+    m the buckets of its group (regular, or tiny magnitudes); the next
+    regular bucket, where a tail most often goes on, passes too when its
+    count exceeds ``ln(1 / β) / ε`` (one more test, failing with probability
+    β / 2). Or a bucket passes when the noisy sum of it and the k - 1
+    buckets beyond it in the window exceeds ``2 (ln(m / β) + k ln(4/3)) / ε``:
+    there is mass at or beyond it, a tail spread thin over several
+    magnitudes. Each of the other tests fails on unoccupied buckets with
+    probability at most β / m (the Laplace tail, and for a sum of k
+    Laplace(1/ε) the Chernoff bound with λ = ε/2, whose moment generating
     function is (4/3)^k), so a step grows over nothing with probability at
-    most 3β.
+    most 3.5 β.
     """
     if not window:
         return None
     small = magnitudes[window] < tiny
     m_regular, m_tiny = max(int((~small).sum()), 1), max(int(small.sum()), 1)
     alone = np.where(small, extension_threshold(epsilon, m_tiny), extension_threshold(epsilon, m_regular))
+    regular_at = np.flatnonzero(~small)
+    if regular_at.size:  # the next regular bucket: ln(1 / β) / ε, below the union bound's from m = 3 on
+        first = regular_at[0]
+        alone[first] = min(alone[first], extension_threshold(epsilon, 2))
     values = noisy[window]
     # Runs over the regular buckets only: a tail of a column is in magnitudes near its range's.
     regular = np.where(small, 0.0, values)
@@ -219,10 +226,16 @@ def noisy_cell_weights(noisy_cells: np.ndarray, scale: float, cell_bucket: np.nd
     bucket's noisy count, ``bucket_counts[cell_bucket]``, minus theirs, if
     positive) goes to the bucket's other cells in proportion to a blend of
     their clipped noisy counts and their ``sizes``, the counts weighted by
-    their signal-to-noise ratio ``α = μ² / (μ² + 2 scale²)`` with μ the
-    bucket's mass per cell: where the cells' counts are below their noise the
-    bucket's mass is spread evenly instead of following the noise. Cells
-    outside any occupied bucket keep their count only when it stands out.
+    their signal-to-noise ratio ``α = τ² / (τ² + 2 scale²)``: τ² estimates
+    how much the cells' true counts differ, the variance of their noisy
+    counts less the noise's ``2 scale²`` and a margin of two standard errors
+    of that variance (an empirical Bayes estimate, as in James–Stein
+    shrinkage), and at least μ², μ the bucket's mass per cell.
+    Where the counts are below their noise the bucket's mass is spread
+    evenly instead of following the noise; where they differ well beyond it
+    (round values, 45 and 50 hours a week, under the threshold of a kept
+    cell), they shape the draw. Cells outside any occupied bucket keep their
+    count only when it stands out.
     """
     noisy_cells = np.asarray(noisy_cells, dtype=np.float64)
     n_cells = noisy_cells.size
@@ -245,7 +258,16 @@ def noisy_cell_weights(noisy_cells: np.ndarray, scale: float, cell_bucket: np.nd
     rest_clipped = per_bucket(clipped)
     rest_cells = per_bucket(np.ones(n_cells))
     mu = np.divide(leftover, rest_cells, out=np.zeros(n_buckets), where=rest_cells > 0)
-    alpha = 1.0 if scale == 0 else mu ** 2 / (mu ** 2 + 2.0 * scale ** 2)
+    if scale == 0:
+        alpha = 1.0
+    else:
+        mean_noisy = np.divide(per_bucket(noisy_cells), rest_cells, out=np.zeros(n_buckets), where=rest_cells > 0)
+        spread = np.divide(per_bucket((noisy_cells - mean_noisy[own]) ** 2), np.maximum(rest_cells - 1, 1))
+        # Less the noise's variance 2 scale², with a margin of two standard deviations of its estimate from n
+        # Laplace draws (kurtosis 6: sd 2 scale² sqrt(5 / n)), so that noise alone rarely passes for a spread.
+        noise = 2.0 * scale ** 2 * (1.0 + 2.0 * np.sqrt(5.0 / np.maximum(rest_cells - 1, 1)))
+        tau2 = np.maximum(np.where(rest_cells > 1, spread - noise, 0.0), mu ** 2)
+        alpha = tau2 / (tau2 + 2.0 * scale ** 2)
     alpha = np.where(rest_clipped > 0, alpha, 0.0)
     # Each cell's share of its bucket's rest; sizes / rest_size first (a continuous zero cell is 5e-324 wide).
     by_size = np.divide(sizes, rest_size[own], out=np.zeros(n_cells), where=rest & (rest_size[own] > 0))

@@ -57,8 +57,8 @@ _BYTES_PER_BIN = 512
 # body) stand out at a fraction of it.
 _ADAPTIVE_BOUNDS_FRACTION = 0.75
 # Share of the rest for the kinds histogram (decimals, missing values) where one is released: its few counts are
-# large (most values of a column share their number of decimals).
-_KINDS_FRACTION = 0.2
+# large (most values of a column share their number of decimals), but a kind must pass a union bound over all 8.
+_KINDS_FRACTION = 0.3
 # pandas.api.types.infer_dtype kinds of an object column that hold numbers only.
 _NUMERIC_KINDS = ("integer", "floating", "mixed-integer-float", "decimal", "empty")
 
@@ -387,7 +387,8 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
     bucket of largest noisy count (it must pass the threshold above) and
     grows to the farthest of the next 16 possible buckets (plus those of
     magnitude below 1/64 of the range's) whose noisy count exceeds
-    ``ln(m / 0.02) / ε`` (m the buckets looked at), or whose noisy count
+    ``ln(m / 0.02) / ε`` (m the buckets looked at; the next bucket also
+    passes above ``ln(100) / ε``, where a tail most often goes on), or whose noisy count
     with those beyond it exceeds a Chernoff bound for a sum of Laplace noise
     (see :func:`._adaptive.bounds_from_magnitudes`): a thin tail past a gap
     is kept, and noise far from the data does not stretch the range. With
@@ -397,9 +398,11 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
     a column without missing values passes it with probability 5%).
     (2) A float column without ``decimals`` (or, with public bounds, a column
     whose missing values are to be counted) releases a "kinds" histogram
-    with a fifth of the rest: its values counted by the fewest decimals (0 to
+    with 30% of the rest: its values counted by the fewest decimals (0 to
     6, or finer) that write them, and its missing values; the most decimals
-    whose noisy count exceeds ``ln(50) / ε`` becomes its lattice. (3) Each
+    whose noisy count exceeds ``ln(400) / ε`` becomes its lattice (a union
+    bound over the 8 kinds: a column gets more decimals than it has with
+    probability below 1%). (3) Each
     bucket whose noisy count exceeds ``ln(50) / ε`` is cut into 32 equal
     cells, snapped to the column's lattice (whole numbers for integer
     columns, multiples of ``10**-decimals``), so a bucket of at most 32
@@ -849,8 +852,9 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
                 description=f"kinds of column {name!r}: noisy counts of its values by decimals (0 to "
                             f"{_adaptive.MAX_DECIMALS}, finer)"
                             + ("" if missing_count is None else " and of its missing values"))
-            # Counts there whatever the data: their threshold needs no δ; an empty one passes with probability 1%.
-            threshold = _adaptive.extension_threshold(epsilon)
+            # Counts there whatever the data: their threshold needs no δ; some empty kind passes with probability
+            # at most 1% (a union bound over the kinds, each a lattice the column would wrongly get).
+            threshold = _adaptive.extension_threshold(epsilon, _adaptive.MAX_DECIMALS + 2)
         released = None
         if missing_count is not None:
             released = bool(counts[-1] > (_adaptive.missing_threshold(epsilon) if epsilon is not None else 0.0))
