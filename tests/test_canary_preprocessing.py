@@ -17,9 +17,10 @@ date lies within 10 years of the canary date (every other date is after 2015).
 
 When can a canary's bucket be released at all?  The magnitude histogram gives each column's bounds (doc/
 preprocessing.md; ``skdpsynth.preprocessing._adaptive.bounds_from_magnitudes``): the range grows to a bucket of
-the next 16 whose noisy count exceeds ``t = ln(16 / 0.02) / ε_b`` (ε_b: the column's bounds budget).  Each
-canary here sits within 16 buckets of its column's range (the worst case: a canary farther away needs a chain of
-such steps), and its bucket's true count is 1, so it passes with probability
+the next 16 whose noisy count exceeds ``t = ln(16 / 0.02) / ε_b`` (ε_b: the column's bounds budget; the very
+next bucket also passes above ln(100) / ε_b, and no canary here is in it).  Each numeric canary here sits within
+16 buckets of its column's range (the worst case: a canary farther away needs a chain of such steps), and its
+bucket's true count is 1, so it passes with probability
 ``P(1 + Lap(1/ε_b) > t) = exp(-ε_b (t - 1)) / 2 = e^{ε_b} / 1600``; at ε_b = 0.025 (preprocessing ε 0.2 over
 5 columns, half of it to the 3 numeric ones, three quarters of a column's share to its bounds) that is
 6.4e-4 — an empty bucket passes with 1/1600 = 6.25e-4, and that ratio e^{ε_b} is all DP allows the canary to
@@ -33,8 +34,10 @@ bucket times under 10 % for a value in the window, 1e-4 more.  So over the 3 num
 with probability about 1.6 %; the fits are seeded, so each test is deterministic, and
 :func:`test_the_fit_reads_the_canaries_only_through_the_mechanisms` shows that nothing else of the fit depends on
 them.  (3,000 seeded fits of each numeric column alone at ε_b = 0.025 released the same bounds with and without
-its canary.)  A one-off category or date discovered with DP is released with probability at most δ (the
-encoder's thresholded Laplace histogram).
+its canary.)  The date column's buckets are calendar years: the canary's year is 112 buckets below the others',
+beyond any window, so its bucket joins the range only through a chain of noise-only extensions.  A one-off
+category discovered with DP is released with probability at most δ (the encoder's thresholded Laplace
+histogram).
 """
 from __future__ import annotations
 

@@ -242,7 +242,7 @@ CATALOGUE: tuple[Mutant, ...] = (
             ["tests/test_graphical.py::test_belief_propagation_matches_brute_force"]),
     _mutant("dp_bounds_read_from_the_data", "DPKBinsDiscretizer",
             "the DP bounds charge the noisy histogram but return the data's min and max",
-            _KBINS, "    return _widen(float(lows[passing[0]]), float(highs[passing[-1]]))\n",
+            _KBINS, "    return _widen(float(buckets.lows[passing[0]]), float(buckets.highs[passing[-1]]))\n",
             "    return _widen(float(values.min()), float(values.max()))\n",
             ["tests/test_preprocessing_discretizer.py::test_dp_bounds_power_of_two_and_ledger"]),
     _mutant("ppsyn_initial_partitions_from_true_answers", "PartitionSynthesizer",
