@@ -245,6 +245,57 @@ def test_algorithm_4_global_rule():
 
 
 # ------------------------------------------------------------------------------ properties on random marginals
+def _merge_by_scan(q):
+    """Algorithm 3 as first written (the test's oracle): every step scans all merge errors for the first within
+    the tie tolerance of the smallest, and re-sums every RE and the sequence's error."""
+    v = np.sort(q, kind="stable")
+    n, tol = v.size, 1e-10 * float(np.abs(q).sum())
+    starts = list(range(n))  # first sorted position of each live group, in order
+    cuts, errors = [], [0.0]
+
+    def re(a, b):
+        return float(np.abs(v[a:b] - v[a:b].mean()).sum())
+
+    for _ in range(n - 1):
+        bounds = starts + [n]
+        merge = np.array([re(bounds[i], bounds[i + 2]) - re(bounds[i], bounds[i + 1]) - re(bounds[i + 1], bounds[i + 2])
+                          for i in range(len(starts) - 1)])
+        i = int(np.argmax(merge <= merge.min() + tol))
+        cuts.append(starts.pop(i + 1))
+        bounds = starts + [n]
+        errors.append(sum(re(bounds[j], bounds[j + 1]) for j in range(len(starts))))
+    return np.array(cuts, dtype=np.int64), np.array(errors)
+
+
+@pytest.mark.parametrize("direct_cells", [4096, 4])
+def test_merge_sequence_takes_the_pairs_a_full_scan_takes(monkeypatch, direct_cells):
+    """The blocked search for the pair to merge and (past ``_DIRECT_CELLS``) the REs from prefix sums and the
+    running error make the choices of a scan of all pairs with every RE re-summed: the same cuts, errors equal to
+    rounding (direct_cells=4 puts the small marginals here on the large-marginal path)."""
+    from skdpsynth.synthesizers.partition import partitioning
+    monkeypatch.setattr(partitioning, "_DIRECT_CELLS", direct_cells)
+    rng = np.random.default_rng(12)
+    for trial in range(40):
+        n = int(rng.integers(2, 90))
+        q = (rng.integers(0, 4, n).astype(float) if trial % 2 else  # many exact ties
+             np.round(rng.exponential(20.0, n) + rng.laplace(0.0, 3.0, n), 2))
+        seq = merge_sequence(q)
+        cuts, errors = _merge_by_scan(q)
+        np.testing.assert_array_equal(seq._cuts, cuts)
+        np.testing.assert_allclose(seq.errors, errors, rtol=1e-12, atol=1e-12 * float(np.abs(q).sum()))
+
+
+def test_merge_sequence_of_a_wide_marginal_ends_at_the_whole_re():
+    """20,000 cells (past _DIRECT_CELLS: prefix sums, a running error, blocks of 141 positions): one group at the
+    end, whose RE is the marginal's deviation from its mean; the errors never decrease (each merge adds Δ ≥ 0)."""
+    rng = np.random.default_rng(13)
+    q = np.round(rng.exponential(30.0, 20_000) + rng.laplace(0.0, 3.0, 20_000), 3)
+    seq = merge_sequence(q)
+    assert seq.errors[-1] == pytest.approx(np.abs(q - q.mean()).sum(), rel=1e-12)
+    assert np.all(np.diff(seq.errors) >= -1e-9 * np.abs(q).sum())
+    assert seq.labels(len(seq) - 1).max() == 0
+
+
 def test_merge_properties_on_random_marginals():
     rng = np.random.default_rng(10)
     for _ in range(60):
