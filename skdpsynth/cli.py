@@ -474,6 +474,8 @@ def _fit(pipe: SynthesisPipeline, train: pd.DataFrame, source: str | None, metho
         pipe.fit(train)
     except (ValueError, TypeError) as exc:
         detail = _one_line(exc).removeprefix("fit: ").removeprefix("transform: ")
+        if isinstance(exc, MemoryLimitError) and _raised_in(exc, "preprocessing"):
+            raise _UserError(f"the bins (--bins, or n_bins and edges in --schema): {detail}") from exc
         if source is not None and _raised_in(exc, "preprocessing"):
             if "outside its categories" in detail or "not among its categories" in detail:
                 detail += (" (The command reads a categorical column's fields as written: only an empty field is a "

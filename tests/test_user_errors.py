@@ -175,8 +175,26 @@ def test_cli_a_schema_with_a_billion_bins(tmp_path, capsys):
     schema["x"]["n_bins"] = 10**9
     code, err = _cli(tmp_path, capsys, frame, schema)
     assert code == 2 and "\n" not in err
-    assert "DPKBinsDiscretizer with 1,000,000,000 bins over 1 column(s) (n_bins) needs about" in err
+    assert err.startswith("skdpsynth: error: the bins (--bins, or n_bins and edges in --schema): DPKBinsDiscretizer "
+                          "with 1,000,000,000 bins over 1 column(s) (n_bins) needs about")
     assert "Use fewer bins" in err
+
+
+def test_cli_bins_option_too_large_is_named(tmp_path, capsys):
+    frame, schema = _small()
+    del schema["x"]["n_bins"]
+    code, err = _cli(tmp_path, capsys, frame, schema, "--bins", str(10**9))
+    assert code == 2 and "\n" not in err
+    assert err.startswith("skdpsynth: error: the bins (--bins, or n_bins and edges in --schema): DPKBinsDiscretizer "
+                          "with 1,000,000,000 bins"), err
+
+
+def test_public_edges_too_many_for_memory_are_refused_before_each_edge_is_read(monkeypatch):
+    _little_memory(monkeypatch)
+    frame = pd.DataFrame({"x": [0.5, 1.5]})
+    with pytest.raises(MemoryLimitError, match=r"DPKBinsDiscretizer with 1,000,000 public bins for column 'x' "
+                                               r"\(edges\) needs about 488\.3 MiB"):
+        DPKBinsDiscretizer(edges={"x": list(range(10**6 + 1))}).fit(frame)
 
 
 def test_cli_views_too_large_name_the_method_and_the_option(tmp_path, capsys):
@@ -249,3 +267,97 @@ def test_cli_a_header_that_names_a_column_twice(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.endswith("its header names column 'age' more than once; give every column its own name")
     assert "\n" not in err and not (tmp_path / "o.csv").exists()
+
+
+# -- acceptance 3: memory checked before any allocation proportional to a size the user gave ------------------------
+def _little_memory(monkeypatch, n_bytes=64 * 2**20):
+    import skdpsynth.utils
+    monkeypatch.setattr(skdpsynth.utils, "available_memory", lambda: n_bytes)
+
+
+def _nothing_counted(monkeypatch):
+    """Counting any marginal fails the test: a refusal must come before the data are read or budget spent."""
+    import skdpsynth.marginals
+
+    def no_counts(*args, **kwargs):
+        raise AssertionError("a marginal was counted before the memory check")
+
+    monkeypatch.setattr(skdpsynth.marginals, "_count", no_counts)
+
+
+def _three_columns(n=200, a=5):
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"a": rng.integers(0, a, n), "b": rng.integers(0, 5, n), "c": rng.integers(0, 3, n)})
+
+
+@pytest.mark.parametrize("cls, match", [
+    (MSTSynthesizer, r"MSTSynthesizer's 1-way marginals \(10,000,008 cells in all; the largest, 'a', has "
+                     r"10,000,000 values\) needs about 457\.8 MiB .* Coarsen the domain"),
+    (AIMSynthesizer, r"AIMSynthesizer: the true answers of 4 candidate marginals \(10,000,023 cells\) and a model "
+                     r"of up to 10,000,023 cells being estimated .* within max_model_size=80 MB\) needs about 2\.5 "
+                     r"GiB .* Lower max_cells"),
+    (PartitionSynthesizer, r"PartitionSynthesizer: the true answers of \d candidate marginals \(10,000,0\d\d cells\) "
+                           r"and a model of up to 10,000,0\d\d cells .* Lower max_cells"),
+    (HybridSynthesizer, r"HybridSynthesizer: 1 workload marginals of at most max_cells cells and the 1-way marginals "
+                        r"\(10,000,023 cells in all\), noised by 1 party needs about 1\.3 GiB .* Lower max_cells"),
+    (ViewSynthesizer, r"ViewSynthesizer: 3 views of 10,000,008 cells in all needs about 457\.8 MiB .* smaller "
+                      r"view_size"),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_a_domain_too_large_for_memory_is_refused_before_any_count(monkeypatch, cls, match):
+    """A public domain with a 10,000,000-value column: its 1-way marginal alone is 10,000,000 cells, each held
+    with its noise and its model's tables (33 to 221 bytes a cell, measured at 3,000,000 values); with 64 MiB
+    available every synthesizer refuses before counting anything, with both numbers and the way out."""
+    _little_memory(monkeypatch)
+    _nothing_counted(monkeypatch)
+    with pytest.raises(MemoryLimitError, match=match):
+        _make(cls, domain={"a": 10**7, "b": 5, "c": 3}).fit(_three_columns())
+
+
+def test_hybrid_max_cells_does_not_let_a_workload_marginal_past_memory(monkeypatch):
+    _little_memory(monkeypatch)
+    _nothing_counted(monkeypatch)
+    with pytest.raises(MemoryLimitError, match=r"HybridSynthesizer: 3 workload marginals .*\(25,040,003 cells in "
+                                               r"all\), noised by 1 party"):
+        _make(HybridSynthesizer, domain={"a": 5000, "b": 5000, "c": 3}, max_cells=10**18).fit(_three_columns())
+
+
+def test_hybrid_without_a_small_enough_marginal_says_how_small_the_smallest_is():
+    with pytest.raises(ValueError, match=r"No workload marginal has at most max_cells=10,000 cells \(the smallest "
+                                         r"has 50,000\)\. Raise max_cells or coarsen the domain"):
+        _make(HybridSynthesizer, domain={"a": 10**4, "b": 5, "c": 10**4}, workload=[("a", "b")]).fit(_three_columns())
+
+
+def test_view_of_a_fixed_size_is_checked_against_memory_before_the_record_count(monkeypatch):
+    _little_memory(monkeypatch)
+    _nothing_counted(monkeypatch)
+    with pytest.raises(MemoryLimitError, match=r"ViewSynthesizer: \d views of [\d,]{10,} cells in all needs about "
+                                               r"[\d.]+ GiB"):
+        _make(ViewSynthesizer, domain={"a": 10**7, "b": 5, "c": 3}, view_size=2, max_view_cells=10**9,
+              n_search=1).fit(_three_columns())
+
+
+def test_vertical_mrf_sketches_are_checked_against_memory_before_any_key(monkeypatch):
+    """n_bins=10**9 leaves two 100,000-value columns unbinned: 2,000 sketches of 200,003 values, 19 GB."""
+    _little_memory(monkeypatch)
+    _nothing_counted(monkeypatch)
+    with pytest.raises(MemoryLimitError, match=r"VerticalMRFSynthesizer: n_sketches=2,000 sketches of 200,003 column "
+                                               r"values \(after binning with n_bins=1000000000\) needs about 17\.9 GiB"
+                                               r".* Lower n_sketches or n_bins"):
+        VerticalMRFSynthesizer(domain={"a": 10**5, "b": 10**5, "c": 3}, party_columns=[["a"], ["b", "c"]],
+                               n_bins=10**9, random_state=0).fit(_three_columns())
+
+
+def test_vertical_mrf_rounds_and_cross_marginals_beyond_the_pool_allocate_nothing():
+    """n_cross_marginals=n_refine_rounds=10**9 asked for a 10**9-long array (8 GB); the rounds are now spread as
+    numbers and stop when no candidate is left."""
+    fit = _make(VerticalMRFSynthesizer, domain={"a": 5, "b": 5, "c": 3}, n_cross_marginals=10**9,
+                n_refine_rounds=10**9).fit(_three_columns())
+    assert len(fit.cross_marginals_) <= 3
+
+
+def test_vertical_mrf_says_a_memory_refusal_is_its_local_models(monkeypatch):
+    _little_memory(monkeypatch, 2**30)
+    with pytest.raises(MemoryLimitError, match=r"Party '.*'s local model \(aim\): AIMSynthesizer: .* give the local "
+                                               r"learner's settings in local_mrf_params"):
+        _make(VerticalMRFSynthesizer, domain={"a": 10**9, "b": 10**9, "c": 3}, n_sketches=2,
+              party_columns=[["a"], ["b", "c"]]).fit(_three_columns())

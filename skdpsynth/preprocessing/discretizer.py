@@ -563,6 +563,11 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
                 raise ValueError(f"{name} for column {c!r} must be a sequence of numbers, got {e!r}.")
             arr = np.asarray(e, dtype=object).ravel() if isinstance(e, np.ndarray) else None
             values = list(e) if arr is None else arr
+            if name == "edges":  # before reading every edge: a list of a billion takes minutes to check
+                check_memory(_BYTES_PER_BIN * float(len(values)), f"DPKBinsDiscretizer with {len(values) - 1:,} "
+                             f"public bins for column {c!r} (edges)", "Use fewer bins: each bin becomes a category "
+                             "of the synthesizer's domain, where a few to a few hundred per column is the useful "
+                             "range.")
             if len(values) > _MAX_BUCKET_EDGES and name == "bucket_edges":
                 raise ValueError(f"bucket_edges for column {c!r} has {len(values):,} edges; at most "
                                  f"{_MAX_BUCKET_EDGES:,} are allowed (each occupied bucket becomes "
@@ -675,7 +680,8 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         n_bins, public, public_edges = self._per_column(columns)
         total_bins = sum(_adaptive.MAX_AUTO_BINS if k == "auto" else k for k in n_bins.values())
         check_memory(_BYTES_PER_BIN * float(total_bins),
-                     f"DPKBinsDiscretizer with {total_bins:,} bins over {len(columns)} column(s) (n_bins)",
+                     f"DPKBinsDiscretizer with {total_bins:,} bins over {len(columns)} column(s) (n_bins"
+                     + (", edges" if public_edges else "") + ")",
                      "Use fewer bins: each bin becomes a category of the synthesizer's domain, where a few to a "
                      "few hundred per column is the useful range.")
         quantile = self.strategy == "quantile"

@@ -40,11 +40,11 @@ from ..graphical.tables import num_threads, single_threaded_blas
 from ..marginals import marginals
 from ..params import Interval, Options
 from ..privacy import PrivacyLedger, lazy_exponential_mechanism
-from ..utils import check_memory
 from .base import BaseSynthesizer
 from .rounds import LedgerBudget, Round, fit_in_rounds
 from .select_measure import (
     CandidateErrors,
+    check_fit_memory,
     ENGINE_PARAMETER_CONSTRAINTS,
     WORKLOAD_CONSTRAINT,
     child_generator,
@@ -326,11 +326,8 @@ class AIMSynthesizer(BaseSynthesizer):
         candidates = list(weights)
         self._choose_engine(domain, len(candidates))
         # The true answers of every candidate are held for the whole fit; refuse before computing them.
-        cells = sum(domain.size(c) for c in candidates)
-        check_memory(8.0 * cells + self.max_model_size * 2**20,
-                     f"AIMSynthesizer: the true answers of {len(candidates):,} candidate marginals ({cells:,.0f} "
-                     f"cells) and a model of up to max_model_size={self.max_model_size} MB",
-                     "Lower max_cells (default 10000) or use a smaller workload, or coarsen the domain.")
+        check_fit_memory("AIMSynthesizer", domain, candidates, self.max_model_size, 8.0,
+                         "Lower max_cells (default 10000) or use a smaller workload, or coarsen the domain.")
         answers = {c: t.ravel() for c, t in marginals(codes, domain, candidates).items()}
         errors = CandidateErrors(domain, answers, candidates)
         weight = np.array([weights[c] for c in candidates], dtype=float)

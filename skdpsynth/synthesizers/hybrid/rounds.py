@@ -31,6 +31,7 @@ from ...federated.dmm import NOISE_MECHANISMS, exceeds_paper_bound, measurement_
 from ...federated.messages import combine
 from ...graphical import GraphicalModel, Measurement, minimum_variance_total, mirror_descent
 from ...privacy import PrivacyLedger, exponential_mechanism
+from ...utils import check_memory
 from ..rounds import LedgerBudget, Round, fit_in_rounds
 from ..select_measure import filter_by_model_size
 
@@ -114,6 +115,22 @@ def budget_schedule(rho: float, rounds: int, anneal: Callable[[int], bool], anne
         if rho - used <= 2 * rho_next * (1 + 1e-12):
             rho_next = rho - used
     return out
+
+
+#: Peak bytes per cell of the marginals RandDPGen measures and estimates, beside 16 per party (each draws a noise
+#: share of every measured marginal): 133 measured on a 3,000,000-value attribute with two parties.
+_BYTES_PER_CELL, _BYTES_PER_CELL_AND_PARTY = 128, 16
+
+
+def _check_memory(domain: Domain, refined, partition: HybridPartition) -> None:
+    """Refuse, before any measurement, marginals whose tables do not fit in memory (public sizes only): the
+    refined workload, and the 1-way marginals of the first model."""
+    cells = float(sum(domain.size(c) for c in refined) + sum(domain.size((a,)) for a in domain.attrs))
+    parties = partition.n_parties
+    check_memory((_BYTES_PER_CELL + _BYTES_PER_CELL_AND_PARTY * parties) * cells,
+                 f"HybridSynthesizer: {len(refined):,} workload marginals of at most max_cells cells and the 1-way "
+                 f"marginals ({cells:,.0f} cells in all), noised by {parties} part{'y' if parties == 1 else 'ies'}",
+                 "Lower max_cells or use a smaller workload, or coarsen the domain.")
 
 
 def randdpgen(
@@ -201,7 +218,10 @@ def randdpgen(
     # ρ_r ∝ |r|^{2/3}.
     refined = list(dict.fromkeys(c for c, _ in workload if domain.size(c) <= max_cells))
     if not refined:
-        raise ValueError(f"No workload marginal has at most max_cells={max_cells} cells.")
+        smallest = min(domain.size(c) for c, _ in workload)
+        raise ValueError(f"No workload marginal has at most max_cells={max_cells:,} cells (the smallest has "
+                         f"{smallest:,}). Raise max_cells or coarsen the domain, e.g. with a discretizer.")
+    _check_memory(domain, refined, partition)
     weights = {r: sum(c * len(set(r) & set(s)) for s, c in workload) for r in refined}
     shares = {r: len(r) ** (2 / 3) for r in refined}
     norm = math.fsum(shares.values())

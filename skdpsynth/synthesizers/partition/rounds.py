@@ -28,7 +28,7 @@ _REFRESH = 0.01
 # Strict mode's default cap on a multi-way sequence: partitions of up to 256 groups, plus single cells.
 _STRICT_MAX_STEPS = 255
 # Strict mode's default junction-tree size limit, MB (see ``max_model_size``).
-_STRICT_MAX_MODEL_MB = 10.0
+STRICT_MAX_MODEL_MB = 10.0
 
 
 
@@ -140,7 +140,7 @@ class PPSynRounds:
         self._selection_mechanism(rounds)
         max_model_size = synth.max_model_size
         if isinstance(max_model_size, str):   # "auto"
-            max_model_size = _STRICT_MAX_MODEL_MB if self.strict else 80.0
+            max_model_size = STRICT_MAX_MODEL_MB if self.strict else 80.0
         self.max_model_size = max_model_size
         max_steps = synth.max_partition_steps
         if max_steps == "auto":

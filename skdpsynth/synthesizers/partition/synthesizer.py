@@ -42,17 +42,17 @@ from ...domain import Domain
 from ...marginals import marginals
 from ...params import MAX_RHO, Interval, Options, PrivacyParameter
 from ...privacy import PrivacyLedger, warn_privacy_leak
-from ...utils import check_memory
 from ..base import BaseSynthesizer
 from ..rounds import LedgerBudget, fit_in_rounds
 from ..select_measure import (
     ENGINE_PARAMETER_CONSTRAINTS,
     WORKLOAD_CONSTRAINT,
+    check_fit_memory,
     choose_engine,
     compile_workload,
     resolve_workload,
 )
-from .rounds import PPSynRounds
+from .rounds import STRICT_MAX_MODEL_MB, PPSynRounds
 
 __all__ = ["PartitionSynthesizer"]
 
@@ -333,10 +333,12 @@ class PartitionSynthesizer(BaseSynthesizer):
             candidates = list(compile_workload(workload, domain))
         else:
             candidates = list(dict.fromkeys([(a,) for a in domain] + [c for c, _ in workload]))
-        cells = sum(domain.size(c) for c in candidates)
-        check_memory(16.0 * cells, f"PartitionSynthesizer: the true answers of {len(candidates):,} candidate "
-                     f"marginals ({cells:,.0f} cells) and their precomputed tables",
-                     "Lower max_cells or use a smaller workload, or coarsen the domain.")
+        model_limit = self.max_model_size
+        if isinstance(model_limit, str):   # "auto": what PPSynRounds resolves it to
+            model_limit = STRICT_MAX_MODEL_MB if strict else 80.0
+        # 16 bytes a candidate cell: the true answers and their precomputed partition tables.
+        check_fit_memory("PartitionSynthesizer", domain, candidates, model_limit, 16.0,
+                         "Lower max_cells or use a smaller workload, or coarsen the domain.")
         answers = marginals(codes, domain, candidates)  # true counts, shaped; never leave the fit
         self._choose_engine(domain, len(candidates), strict)
         self.selected_ = []

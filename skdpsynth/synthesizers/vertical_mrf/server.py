@@ -354,12 +354,15 @@ class VerticalServer:
             pool = self.candidates(jt.cliques)
             total = int(self.n_cross_marginals if self.n_cross_marginals is not None else math.floor(0.8 * d))
             rounds = int(self.n_refine_rounds if self.n_refine_rounds is not None else max(min(d // 2, 8), 1))
-            per_round = [len(a) for a in np.array_split(np.arange(total), rounds)]
+            # The cross marginals spread over the rounds as np.array_split spreads them, without materialising
+            # them (n_cross_marginals and n_refine_rounds are the user's): rounds of none are skipped.
+            base, extra = divmod(total, rounds)
             estimates: dict = {}
             remaining = list(pool)
-            for r, k in enumerate(per_round):
-                if not remaining or k == 0:
-                    continue
+            for r in range(rounds if base else min(rounds, extra)):
+                k = base + (r < extra)
+                if not remaining:
+                    break
                 looked = remaining
                 if self.candidates_per_round is not None and len(remaining) > self.candidates_per_round:
                     idx = rng.choice(len(remaining), size=self.candidates_per_round, replace=False)

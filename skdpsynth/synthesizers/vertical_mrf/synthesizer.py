@@ -36,10 +36,14 @@ from .party import (ENCODERS, FO_ACCOUNTING, LOCAL_LEARNERS, SKETCH_ACCOUNTING, 
 from ...params import Interval, Options
 from ...privacy import PrivacyLedger, warn_privacy_leak
 from ...privacy.randomness import SystemRandomGenerator, child_random_states
+from ...utils import MemoryLimitError, check_memory
 from ..base import BaseSynthesizer
 from .server import VerticalServer
 
 __all__ = ["VerticalMRFSynthesizer", "contiguous_blocks"]
+
+#: Peak bytes per entry of a party's sketch table (uint64 draws, their float64 transforms, the table itself).
+_SKETCH_BYTES_PER_ENTRY = 48
 
 
 def contiguous_blocks(columns: Sequence, n_parties: int) -> list[list]:
@@ -450,6 +454,16 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         joined = pd.concat(list(named.values()), axis=1)
         return joined, {str(name): list(frame.columns) for name, frame in named.items()}
 
+    def _check_sketch_memory(self, domain: Domain, columns, binning: bool) -> None:
+        """Refuse, before any key or spend, sketches whose tables do not fit in memory: every party's
+        ``n_sketches × (its columns' values after binning)`` table with its phantom maxima, about 40 bytes an
+        entry at the peak (public sizes only; the records' hashes, ``n_sketches`` a record, come on top)."""
+        values = sum(min(domain[c], self.n_bins) if binning else domain[c] for c in columns)
+        check_memory(_SKETCH_BYTES_PER_ENTRY * float(self.n_sketches) * values,
+                     f"VerticalMRFSynthesizer: n_sketches={self.n_sketches:,} sketches of {values:,} column values "
+                     f"(after binning with n_bins={self.n_bins})",
+                     "Lower n_sketches or n_bins, or coarsen the domain (e.g. with a discretizer).")
+
     def _resolve_parties(self, parties, columns: list, n_rows: int, y_name=None) -> list[tuple[str, list]]:
         if parties is None:
             raise ValueError("VerticalMRFSynthesizer needs the vertical partition: pass party_columns (lists of "
@@ -520,6 +534,7 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         # §4.2: the shared secret the parties agree on; the server never sees it (nor the keys).
         keys = None
         if self.encoder == "fm":
+            self._check_sketch_memory(domain, columns, binning)
             given = None if isinstance(rng, SystemRandomGenerator) else rng.bytes(32)
             if self.secure_computation == "cryptographic":
                 secret = _agree_sketch_secret([str(name) for name, _ in parties], given)
@@ -531,7 +546,12 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         wire = []
         for i, (name, cols) in enumerate(parties):
             idx = [domain.index(c) for c in cols]
-            message = VerticalParty(i, config).run(codes[:, idx], keys, random_state=states[i])
+            try:
+                message = VerticalParty(i, config).run(codes[:, idx], keys, random_state=states[i])
+            except MemoryLimitError as exc:  # the local learner's own check: say where its settings are
+                raise MemoryLimitError(f"Party {name!r}'s local model ({self.local_mrf}): {exc} For "
+                                       "VerticalMRFSynthesizer, give the local learner's settings in "
+                                       "local_mrf_params, or lower local_max_clique_size.") from None
             wire.append(message.to_bytes())  # what crosses the trust boundary: bytes, no pickle
             self._log(f"party {name!r}: {len(cols)} columns, message {len(wire[-1]) / 1e6:.2f} MB")
         del keys
