@@ -361,3 +361,20 @@ def test_vertical_mrf_says_a_memory_refusal_is_its_local_models(monkeypatch):
                                                r"learner's settings in local_mrf_params"):
         _make(VerticalMRFSynthesizer, domain={"a": 10**9, "b": 10**9, "c": 3}, n_sketches=2,
               party_columns=[["a"], ["b", "c"]]).fit(_three_columns())
+
+
+@pytest.mark.parametrize("cls", SYNTHESIZERS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("make", [sp_matrix for sp_matrix in ("dok_matrix", "csr_matrix", "coo_array")])
+def test_sparse_input_of_any_format_gets_the_sparse_error(cls, make):
+    """Item 7: VerticalMRFSynthesizer read a DOK matrix (a dict subclass) as a dict of per-party frames."""
+    import scipy.sparse as sp
+    X = getattr(sp, make)(np.random.default_rng(0).integers(0, 3, (50, 3)))
+    with pytest.raises(TypeError, match="Sparse input is not supported: a synthesizer needs the table of records"):
+        _make(cls).fit(X)
+
+
+@pytest.mark.parametrize("cls", SYNTHESIZERS, ids=lambda c: c.__name__)
+def test_a_boolean_epsilon_is_refused_by_name(cls):
+    """Item 6: epsilon=True was taken as 1 by all but View."""
+    with pytest.raises(InvalidParameterError, match="epsilon must be a finite number > 0 and <= 1e\\+10, got True"):
+        _make(cls, epsilon=True).fit(_three_columns())
