@@ -378,3 +378,11 @@ def test_a_boolean_epsilon_is_refused_by_name(cls):
     """Item 6: epsilon=True was taken as 1 by all but View."""
     with pytest.raises(InvalidParameterError, match="epsilon must be a finite number > 0 and <= 1e\\+10, got True"):
         _make(cls, epsilon=True).fit(_three_columns())
+
+
+@pytest.mark.parametrize("n_jobs", [0, 10**6])
+def test_hybrid_n_jobs_joblib_cannot_use_is_refused_by_name(n_jobs):
+    """joblib refused n_jobs=0 and 1,000,000 mid-fit ('Numeric literal 2000000 is too large'), not naming n_jobs."""
+    with pytest.raises(InvalidParameterError, match=rf"n_jobs must be None, an integer in \[1, 4096\] or an integer "
+                                                    rf"in \[-4096, -1\], got {n_jobs}"):
+        _make(HybridSynthesizer, n_jobs=n_jobs).fit(_three_columns())

@@ -132,7 +132,8 @@ class HybridSynthesizer(BaseSynthesizer):
         a marginal within one slice).  The two give the same fit up to
         fixed-point rounding of the noisy counts (below 1e-6).
     n_jobs : int, optional
-        joblib ``n_jobs`` for the parties' local work.
+        joblib ``n_jobs`` for the parties' local work: 1 to 4096 workers, or -1 (all cores), -2 (all but one),
+        ... down to -4096.
     random_state : None, int or numpy.random.Generator
     verbose : int, default=0
 
@@ -313,7 +314,9 @@ class HybridSynthesizer(BaseSynthesizer):
         "max_cells": [Interval(Integral, 1, None)],
         "max_model_size": [None, Interval(Real, 0, None, closed="neither")],
         "max_rounds": [None, Interval(Integral, 1, None)],
-        "n_jobs": [None, Interval(Integral)],
+        # joblib's: a number of workers, or -1 for all cores, -2 for all but one, ...; never 0; it refuses
+        # about 500,000 and more with an error naming a literal, not n_jobs.
+        "n_jobs": [None, Interval(Integral, 1, 4096), Interval(Integral, -4096, -1)],
         "n_repeats": [Interval(Integral, 1, None)],
         "pgm_loss": [Options(*_PGM_LOSSES)],
         "protocol": [Options(*PROTOCOLS)],
