@@ -386,3 +386,10 @@ def test_hybrid_n_jobs_joblib_cannot_use_is_refused_by_name(n_jobs):
     with pytest.raises(InvalidParameterError, match=rf"n_jobs must be None, an integer in \[1, 4096\] or an integer "
                                                     rf"in \[-4096, -1\], got {n_jobs}"):
         _make(HybridSynthesizer, n_jobs=n_jobs).fit(_three_columns())
+
+
+@pytest.mark.parametrize("cls", SYNTHESIZERS, ids=lambda c: c.__name__)
+def test_a_domain_given_as_a_list_is_refused_by_name(cls):
+    """Item 6: domain=[3, 2] gave a raw TypeError that did not name domain."""
+    with pytest.raises(InvalidParameterError, match=r"domain must be None, a mapping or a Domain, got \[3, 5, 3\]"):
+        _make(cls, domain=[3, 5, 3]).fit(_three_columns())
