@@ -133,7 +133,35 @@ def _read_input(path, schema: dict | None = None) -> pd.DataFrame:
     for c, spec in (schema or {}).items():
         if spec["type"] == "categorical" and c in real.columns:
             real[c] = _as_categories(real[c], spec.get("categories"))
-    return _codes_as_text(real, path, schema)
+    return _iso_dates_as_dates(_codes_as_text(real, path, schema), schema)
+
+
+# An ISO 8601 date, or date and time (seconds, fractions and a UTC offset optional): what a date column of a CSV
+# written by pandas, a database or a spreadsheet's ISO export holds.
+_ISO_DATE = r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+
+
+def _iso_dates_as_dates(real: pd.DataFrame, schema: dict | None) -> pd.DataFrame:
+    """Columns the schema does not declare whose every field is an ISO 8601 date (``2019-03-04``, or with a
+    time), read as dates: ``TableDiscretizer`` bins them and they come back as dates, where as text each day would
+    be a category. With a UTC offset they become UTC times. Like pandas' own guess of numbers, the rule reads the
+    data's format; declaring the column categorical in the schema keeps it text."""
+    declared = set(schema or {})
+    for name in real.columns:
+        column = real[name]
+        if name in declared or not (column.dtype == object or pd.api.types.is_string_dtype(column.dtype)):
+            continue
+        present = column.dropna()
+        if present.empty or not all(isinstance(v, str) for v in present):
+            continue
+        if not present.str.fullmatch(_ISO_DATE).all():
+            continue
+        offset = present.str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$").any()
+        try:
+            real[name] = pd.to_datetime(column, format="ISO8601", utc=bool(offset))
+        except (ValueError, OverflowError):  # a date no datetime64[ns] holds (year 1500, month 13): text it stays
+            continue
+    return real
 
 
 def _codes_as_text(real: pd.DataFrame, path, schema: dict | None) -> pd.DataFrame:

@@ -478,6 +478,42 @@ def test_a_column_outside_the_schema_with_leading_zeros_is_read_as_text(tmp_path
     assert [str(t) for t in _read_input(plain).dtypes] == ["int64", "float64"]  # numbers stay numbers
 
 
+def test_an_iso_date_column_outside_the_schema_comes_back_as_dates(tmp_path):
+    """pandas reads ISO dates as text: each day was a DP-discovered category (most of them '__other__'). Read
+    as dates, the column is binned by calendar years and written back as dates, missing ones empty."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    days = pd.Timestamp("2019-01-01") + pd.to_timedelta(rng.integers(0, 3 * 365, n), unit="D")
+    when = pd.Series(days.strftime("%Y-%m-%d")).mask(rng.uniform(size=n) < 0.1, "")
+    path = tmp_path / "d.csv"
+    path.write_text("opened,age\n" + "".join(f"{w},{a}\n" for w, a in zip(when, rng.integers(18, 90, n))))
+    schema_path = tmp_path / "d.json"
+    schema_path.write_text(json.dumps({"age": {"type": "numeric", "bounds": [17, 90]}}))
+    out = tmp_path / "s.csv"
+    assert main(["synthesize", str(path), "--schema", str(schema_path), "--preprocessing-epsilon", "0.5",
+                 "--epsilon", "2", "--rows", "800", "-o", str(out), "-q", "--seed", "0"]) == 0
+    synthetic = pd.read_csv(out, dtype=str, keep_default_na=False)["opened"]
+    written = synthetic[synthetic != ""]
+    assert written.str.fullmatch(r"\d{4}-\d{2}-\d{2}").all()  # whole days, as in the data
+    dates = pd.to_datetime(written)
+    assert dates.min() >= pd.Timestamp("2019-01-01") and dates.max() <= pd.Timestamp("2022-01-01")
+    assert written.nunique() > 100  # drawn across the years, not a few discovered categories
+    assert 0 < (synthetic == "").mean() < 0.25  # the missing dates: 10% of the data, a released count
+    from skdpsynth.cli import _read_input
+
+    assert str(_read_input(path)["opened"].dtype).startswith("datetime64")
+    stamped = tmp_path / "t.csv"
+    stamped.write_text("t\n2020-05-01T10:00:00+02:00\n2020-05-02 08:30Z\n")
+    assert str(_read_input(stamped)["t"].dtype).startswith("datetime64") and "UTC" in str(_read_input(stamped)["t"].dtype)
+    kept = tmp_path / "k.json"
+    kept.write_text(json.dumps({"opened": {"type": "categorical"}}))
+    from skdpsynth.cli import _read_schema
+    assert _read_input(path, _read_schema(str(kept)))["opened"].dtype != "datetime64[ns]"  # declared: text
+    mixed = tmp_path / "x.csv"
+    mixed.write_text("v\n2020-05-01\nsoon\n")
+    assert not str(_read_input(mixed)["v"].dtype).startswith("datetime64")  # one field not a date: text
+
+
 def test_discovered_categories_are_summarised_with_released_figures_only(table, tmp_path, capsys):
     """Without categories in the schema, the run says how many values DP discovery kept per column, the
     threshold below which a value is written '__other__' (a function of the budget), and how to keep them."""
