@@ -152,9 +152,10 @@ def _iso_dates_as_dates(real: pd.DataFrame, schema: dict | None) -> pd.DataFrame
         if name in declared or not (column.dtype == object or pd.api.types.is_string_dtype(column.dtype)):
             continue
         present = column.dropna()
-        if present.empty or not all(isinstance(v, str) for v in present):
+        # The first field rejects a column of labels at once; then every field (a non-text one matches nothing).
+        if present.empty or not re.fullmatch(_ISO_DATE, str(present.iloc[0])):
             continue
-        if not present.str.fullmatch(_ISO_DATE).all():
+        if not present.str.fullmatch(_ISO_DATE).eq(True).all():
             continue
         offset = present.str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$").any()
         try:

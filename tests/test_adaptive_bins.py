@@ -9,8 +9,14 @@ import pytest
 
 from skdpsynth.preprocessing import TableDiscretizer
 from skdpsynth.preprocessing import _adaptive
-from skdpsynth.preprocessing.discretizer import DPKBinsDiscretizer, _bucket_edges
+from skdpsynth.preprocessing.discretizer import DPKBinsDiscretizer, _magnitude_buckets
 from skdpsynth.privacy import PrivacyLeakWarning
+
+
+def _magnitudes():
+    """The default buckets' lower and upper ends and magnitudes (sign(x) * 2^k, and 0)."""
+    buckets = _magnitude_buckets()
+    return buckets.lows, buckets.highs, buckets.reach
 
 
 def _round_trip(disc, frame, seed=0):
@@ -120,7 +126,7 @@ def test_empty_table_with_public_bounds_fits_like_any_other():
 
 
 def test_bounds_extend_over_a_gap_to_a_tail_the_union_bound_would_cut():
-    lows, highs = _bucket_edges()
+    lows, highs, magnitudes = _magnitudes()
     possible = _adaptive.possible_buckets(lows, highs, 1.0)
     epsilon = 0.01
     noisy = np.zeros(lows.size)
@@ -128,7 +134,6 @@ def test_bounds_extend_over_a_gap_to_a_tail_the_union_bound_would_cut():
     tail = int(np.flatnonzero(lows == 4096)[0])
     noisy[zero] = 30_000
     noisy[tail] = 0.5 * (_adaptive.extension_threshold(epsilon, 16) + 9.47 / epsilon)
-    magnitudes = np.maximum(np.abs(lows), np.abs(highs))
     assert _adaptive.bounds_from_magnitudes(noisy, epsilon, 9.47 / epsilon, possible, magnitudes) == (zero, tail)
     noisy[tail] = 0.9 * _adaptive.extension_threshold(epsilon, 16)
     assert _adaptive.bounds_from_magnitudes(noisy, epsilon, 9.47 / epsilon, possible, magnitudes) == (zero, zero)
@@ -136,8 +141,7 @@ def test_bounds_extend_over_a_gap_to_a_tail_the_union_bound_would_cut():
 
 def test_bounds_never_jump_to_an_empty_magnitude_far_from_the_data():
     """A bucket far from the mode passing the union-bound threshold by noise no longer stretches the range."""
-    lows, highs = _bucket_edges()
-    magnitudes = np.maximum(np.abs(lows), np.abs(highs))
+    lows, highs, magnitudes = _magnitudes()
     possible = _adaptive.possible_buckets(lows, highs, None)
     epsilon = 0.05
     noisy = np.zeros(lows.size)
@@ -150,8 +154,7 @@ def test_bounds_never_jump_to_an_empty_magnitude_far_from_the_data():
 
 def test_bounds_span_both_signs_across_the_tiny_magnitudes():
     """A balance between -60,000 and 60,000: about 130 buckets of tiny magnitude lie between its halves."""
-    lows, highs = _bucket_edges()
-    magnitudes = np.maximum(np.abs(lows), np.abs(highs))
+    lows, highs, magnitudes = _magnitudes()
     possible = _adaptive.possible_buckets(lows, highs, None)
     epsilon = 0.05
     noisy = np.zeros(lows.size)

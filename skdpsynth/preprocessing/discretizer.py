@@ -561,17 +561,17 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         for c, e in given.items():
             if isinstance(e, (str, bytes)) or not np.iterable(e):
                 raise ValueError(f"{name} for column {c!r} must be a sequence of numbers, got {e!r}.")
-            arr = np.asarray(e, dtype=object).ravel() if isinstance(e, np.ndarray) else None
-            values = list(e) if arr is None else arr
-            if name == "edges":  # before reading every edge: a list of a billion takes minutes to check
-                check_memory(_BYTES_PER_BIN * float(len(values)), f"DPKBinsDiscretizer with {len(values) - 1:,} "
-                             f"public bins for column {c!r} (edges)", "Use fewer bins: each bin becomes a category "
-                             "of the synthesizer's domain, where a few to a few hundred per column is the useful "
-                             "range.")
-            if len(values) > _MAX_BUCKET_EDGES and name == "bucket_edges":
-                raise ValueError(f"bucket_edges for column {c!r} has {len(values):,} edges; at most "
+            # The length first, before every edge is read (a list of a billion takes minutes to check).
+            size = len(e) if hasattr(e, "__len__") else None
+            if size is not None and name == "edges":
+                check_memory(_BYTES_PER_BIN * float(size), f"DPKBinsDiscretizer with {size - 1:,} public bins for "
+                             f"column {c!r} (edges)", "Use fewer bins: each bin becomes a category of the "
+                             "synthesizer's domain, where a few to a few hundred per column is the useful range.")
+            if size is not None and size > _MAX_BUCKET_EDGES and name == "bucket_edges":
+                raise ValueError(f"bucket_edges for column {c!r} has {size:,} edges; at most "
                                  f"{_MAX_BUCKET_EDGES:,} are allowed (each occupied bucket becomes "
                                  f"{_adaptive.CELLS_PER_BUCKET} cells). Give coarser buckets.")
+            values = list(e)
             if len(values) < 2 or not all(_is_number(v) for v in values):
                 raise ValueError(f"{name} for column {c!r} must be at least two numbers, got {e!r}.")
             arr = np.asarray(values, dtype=np.float64)

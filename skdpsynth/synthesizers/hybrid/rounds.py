@@ -122,7 +122,7 @@ def budget_schedule(rho: float, rounds: int, anneal: Callable[[int], bool], anne
 _BYTES_PER_CELL, _BYTES_PER_CELL_AND_PARTY = 128, 16
 
 
-def _check_memory(domain: Domain, refined, partition: HybridPartition) -> None:
+def _check_workload_memory(domain: Domain, refined, partition: HybridPartition) -> None:
     """Refuse, before any measurement, marginals whose tables do not fit in memory (public sizes only): the
     refined workload, and the 1-way marginals of the first model."""
     cells = float(sum(domain.size(c) for c in refined) + sum(domain.size((a,)) for a in domain.attrs))
@@ -218,10 +218,10 @@ def randdpgen(
     # ρ_r ∝ |r|^{2/3}.
     refined = list(dict.fromkeys(c for c, _ in workload if domain.size(c) <= max_cells))
     if not refined:
-        smallest = min(domain.size(c) for c, _ in workload)
+        smallest = min((domain.size(c) for c, _ in workload), default=0)
         raise ValueError(f"No workload marginal has at most max_cells={max_cells:,} cells (the smallest has "
                          f"{smallest:,}). Raise max_cells or coarsen the domain, e.g. with a discretizer.")
-    _check_memory(domain, refined, partition)
+    _check_workload_memory(domain, refined, partition)
     weights = {r: sum(c * len(set(r) & set(s)) for s, c in workload) for r in refined}
     shares = {r: len(r) ** (2 / 3) for r in refined}
     norm = math.fsum(shares.values())
