@@ -654,8 +654,9 @@ def _federated_parsers(sub, checked) -> None:
                             "then remove it)")
     curator = sub.add_parser(
         "curator", help="the curator: fit a federated job from the parties' reply files and sample",
-        description="Run the job's fit (HybridSynthesizer, RandDPGen) against the parties through the exchange "
-                    "folder: write the requests of each round, read the replies. Replays from the replies already "
+        description="Run the job's fit (HybridSynthesizer, RandDPGen, for a \"hybrid\" job; "
+                    "VerticalMRFSynthesizer, VertiMRF, for a \"vertical\" one) against the parties through the "
+                    "exchange folder: write the requests of each round, read the replies. Replays from the replies already "
                     "there, so it can be stopped and started again. Exit status 3: waiting for parties.")
     job_args(curator, "the folder shared with the parties", "the curator's private folder (its seed and keys)")
     wait = curator.add_mutually_exclusive_group()
@@ -690,9 +691,15 @@ def _party(args) -> int:
         raise _UserError(f"--data {args.data!r} does not exist.")
     idle_since = time.monotonic()
     total = 0
+    server = None
+    if job["method"] == "vertical":  # VertiMRF's party: its method's server (the runtime does not import methods)
+        from .synthesizers.vertical_mrf.remote import VerticalPartyServer
+
+        server = VerticalPartyServer.for_job
     while True:
         try:
-            n = answer_requests(job, args.name, args.data, args.exchange, args.state, noise=args.noise)
+            n = answer_requests(job, args.name, args.data, args.exchange, args.state, noise=args.noise,
+                                server=server)
         except (ValueError, MessageError, OSError) as exc:
             raise _UserError(_one_line(exc)) from exc
         total += n
@@ -710,17 +717,20 @@ def _party(args) -> int:
 def _curator(args) -> int:
     import warnings
 
-    from .federated.files import CuratorState, FileFederatedData, WaitingForParties
+    from .federated.files import CuratorState, FileFederatedData, FileVerticalFederatedData, WaitingForParties
     from .federated.wire import MessageError
     from .privacy import ReproducibleNoiseWarning
-    from .synthesizers import HybridSynthesizer
+    from .synthesizers import HybridSynthesizer, VerticalMRFSynthesizer
 
     job = _read_federated_job(args.job)
     state = CuratorState(args.state, seed=args.seed)
-    data = FileFederatedData(job, args.exchange, state, timeout=None if args.no_wait else args.wait)
+    timeout = None if args.no_wait else args.wait
+    vertical = job["method"] == "vertical"
+    data = (FileVerticalFederatedData if vertical else FileFederatedData)(job, args.exchange, state, timeout=timeout)
     try:
-        model = HybridSynthesizer(epsilon=job["epsilon"], delta=job["delta"], secure_computation="cryptographic",
-                                  random_state=state.seed, **job["parameters"])
+        model = (VerticalMRFSynthesizer if vertical else HybridSynthesizer)(
+            epsilon=job["epsilon"], delta=job["delta"], secure_computation="cryptographic", random_state=state.seed,
+            **job["parameters"])
     except TypeError as exc:
         raise _UserError(f"job parameters: {exc}") from exc
     try:

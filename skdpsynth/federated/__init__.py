@@ -8,12 +8,13 @@
 * :mod:`~skdpsynth.federated.curator` — :class:`Federation` (answers
   measurement requests with noisy messages, the parties' local work run
   through joblib or a runtime backend), :class:`ReplayFederation`,
-  :class:`FederatedData` (records that stay with their parties, for ``fit``);
+  :class:`FederatedData` and :class:`VerticalFederatedData` (records that
+  stay with their parties, for ``fit``);
 * :mod:`~skdpsynth.federated.messages` — the messages that reach the curator
   and :func:`combine`, the curator's reading of them.
 """
 from .messages import MeasurementReply, NoisyIndicators, NoisyLocalMarginal, SliceCount, combine
-from .curator import FederatedData, Federation, ReplayFederation
+from .curator import FederatedData, Federation, ReplayFederation, VerticalFederatedData
 from .parties import Party
 from .partition import HybridPartition, PartitionLayout, PartySpec
 
@@ -25,6 +26,7 @@ __all__ = [
     "Federation",
     "ReplayFederation",
     "FederatedData",
+    "VerticalFederatedData",
     "MeasurementReply",
     "SliceCount",
     "NoisyIndicators",

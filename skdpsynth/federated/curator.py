@@ -43,7 +43,7 @@ from .runtime import (CURATOR, DEALER_PURPOSE, DaskBackend, LocalBackend, PartyH
                       _Backend, _unhex)
 from .wire import MessageError, from_bytes, pack, unpack
 
-__all__ = ["Federation", "ReplayFederation", "FederatedData"]
+__all__ = ["Federation", "ReplayFederation", "FederatedData", "VerticalFederatedData"]
 
 
 def _local_step(party: Party, kind: str, args: tuple, seed: Sequence[int]):
@@ -557,11 +557,7 @@ class FederatedData:
     def make_backend(self) -> _Backend:
         """A new, not yet started backend for the hosts (each party's server gets its job from here, not by request)."""
         jobs = {name: PartyJob.from_partition(self.domain, self.partition, name) for name in self.hosts}
-        if self.backend == "local":
-            return LocalBackend(self.hosts, jobs=jobs)
-        if self.backend == "processes":
-            return ProcessBackend(self.hosts, jobs=jobs)
-        return DaskBackend(self.backend, self.hosts, jobs=jobs)
+        return _make_backend(self.backend, self.hosts, jobs=jobs)
 
     def connect_options(self) -> dict:
         """Extra keyword arguments of :meth:`Federation.connect <skdpsynth.federated.Federation.connect>`
@@ -572,3 +568,127 @@ class FederatedData:
         """A connected :class:`Federation` over a started backend (close it after use)."""
         return Federation.connect(backend or self.make_backend(), self.partition, self.domain, seed=seed,
                                   secure_computation=secure_computation, **self.connect_options())
+
+
+def _make_backend(where, hosts: Mapping[str, PartyHost], *, jobs: Mapping, server=None) -> _Backend:
+    """A new, not yet started backend: ``where`` is ``"local"``, ``"processes"`` or a ``distributed.Client``."""
+    if where == "local":
+        return LocalBackend(hosts, jobs=jobs, server=server)
+    if where == "processes":
+        return ProcessBackend(hosts, jobs=jobs, server=server)
+    return DaskBackend(where, hosts, jobs=jobs, server=server)
+
+
+def vertical_parties(domain: Domain, party_columns) -> tuple:
+    """``((party, columns), ...)`` of a vertical partition: at least two parties, disjoint columns covering ``domain``.
+
+    ``party_columns`` is ``{party: columns}``, a sequence of ``(party, columns)`` pairs, or lists of columns
+    (parties ``party0``, ``party1``, …); columns come back in domain order.
+
+    Examples
+    --------
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated.curator import vertical_parties
+    >>> vertical_parties(Domain(["a", "b", "c"], [2, 2, 2]), [["c", "a"], ["b"]])
+    (('party0', ('a', 'c')), ('party1', ('b',)))
+    """
+    if isinstance(party_columns, Mapping):
+        named = [(str(k), list(v)) for k, v in party_columns.items()]
+    elif isinstance(party_columns, (list, tuple)) and all(
+            isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], (list, tuple))
+            for p in party_columns):
+        named = [(str(name), list(cols)) for name, cols in party_columns]
+    elif isinstance(party_columns, (list, tuple)):
+        named = [(f"party{i}", list(cols)) for i, cols in enumerate(party_columns)]
+    else:
+        raise TypeError(f"party_columns must be a dict {{party: columns}} or a list of column lists, got "
+                        f"{type(party_columns).__name__}.")
+    if len(named) < 2:
+        raise ValueError(f"A vertical partition needs at least two parties, got {len(named)}.")
+    # Disjoint columns that cover the domain: HybridPartition's checks and messages (its one row is a stand-in).
+    HybridPartition([np.arange(1)], [cols for _, cols in named],
+                    party_names={(0, j): n for j, (n, _) in enumerate(named)}).validate(list(domain.attrs), 1)
+    return tuple((name, domain.canonical(cols)) for name, cols in named)
+
+
+class VerticalFederatedData:
+    """Vertically partitioned data that stay with their parties: ``VerticalMRFSynthesizer().fit(VerticalFederatedData(...))``.
+
+    Every party holds some columns of the same individuals, aligned by the
+    parties beforehand (row ``i`` of every party's data is the same person,
+    e.g. after a private set intersection on a record ID).  Unlike
+    :class:`FederatedData` there is no roster: the number of records is not
+    public (VertiMRF releases a noisy count), unless ``n_rows`` says it is.
+
+    Parameters
+    ----------
+    domain : Domain or dict
+        The public schema: every column and its number of codes (parties
+        hold integer codes of it).
+    party_columns : dict or list of lists
+        ``{party: columns}``, or lists of columns (parties ``party0``,
+        ``party1``, …).  Disjoint, covering ``domain``, at least two parties.
+    hosts : mapping of party name to PartyHost (or a bare source)
+        One per party: where it runs and where it reads its records
+        (:class:`~skdpsynth.federated.runtime.PartyHost`).
+    backend : {"local", "processes"} or distributed.Client, default="local"
+        As for :class:`FederatedData`.
+    n_rows : int, optional
+        The number of records, if it is public: every party then checks that
+        its data have that many rows.  By default no party is asked to reveal it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import VerticalMRFSynthesizer
+    >>> from skdpsynth.federated import VerticalFederatedData
+    >>> from skdpsynth.federated.runtime import PartyHost
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.integers(0, 3, 2000)
+    >>> hospital = np.column_stack([a, (a + rng.integers(0, 2, 2000)) % 3])     # columns a, b
+    >>> insurer = ((a + (rng.random(2000) < 0.2)) % 3).reshape(-1, 1)           # column c
+    >>> data = VerticalFederatedData({"a": 3, "b": 3, "c": 3}, {"hospital": ["a", "b"], "insurer": ["c"]},
+    ...                              {"hospital": PartyHost(hospital), "insurer": PartyHost(insurer)})
+    >>> data                                       # in practice each host is a file its party reads
+    VerticalFederatedData(3 columns, 2 parties, backend='local')
+    >>> syn = VerticalMRFSynthesizer(4.0, 1e-6, n_sketches=200, secure_computation="cryptographic",
+    ...                              local_mrf_params={"max_iters": 100}).fit(data)
+    >>> syn.sample(5).shape, syn.runtime_["requests"]     # setup, the leader's sealed secret, the messages
+    ((5, 3), 5)
+    """
+
+    __skdpsynth_remote__ = True   # how the synthesizers' fit recognises it (utils.is_remote_data)
+
+    def __init__(self, domain, party_columns, hosts: Mapping[str, Any], *, backend="local", n_rows: int | None = None):
+        self.domain = domain if isinstance(domain, Domain) else Domain.from_dict(dict(domain))
+        self.parties = vertical_parties(self.domain, party_columns)
+        if n_rows is not None and (isinstance(n_rows, bool) or not isinstance(n_rows, (int, np.integer))
+                                   or n_rows < 1):
+            raise ValueError(f"n_rows must be a positive integer (the public number of records) or None, got "
+                             f"{n_rows!r}.")
+        self.n_rows = None if n_rows is None else int(n_rows)
+        self.hosts = {name: host if isinstance(host, PartyHost) else PartyHost(host) for name, host in hosts.items()}
+        names = [name for name, _ in self.parties]
+        if set(names) != set(self.hosts):
+            raise ValueError(f"hosts must name the parties exactly: missing {sorted(set(names) - set(self.hosts))}, "
+                             f"unknown {sorted(set(self.hosts) - set(names))}.")
+        if isinstance(backend, str) and backend not in ("local", "processes"):
+            raise ValueError(f"backend must be 'local', 'processes' or a distributed.Client, got {backend!r}.")
+        self.backend = backend
+
+    def __repr__(self) -> str:
+        where = self.backend if isinstance(self.backend, str) else "dask"
+        return f"VerticalFederatedData({len(self.domain)} columns, {len(self.parties)} parties, backend={where!r})"
+
+    @property
+    def party_columns(self) -> dict:
+        """``{party: columns}`` (columns in domain order)."""
+        return {name: list(cols) for name, cols in self.parties}
+
+    def make_backend(self, *, server, jobs: Mapping) -> _Backend:
+        """A new, not yet started backend running ``server`` for every party, each with its own copy of ``jobs``."""
+        return _make_backend(self.backend, self.hosts, jobs=jobs, server=server)
+
+    def session(self) -> bytes:
+        """The session identifier of a new run (a curator replaying a run from files keeps its own)."""
+        return b"skdpsynth/vertical/" + os.urandom(16)

@@ -26,6 +26,17 @@ hold the same individuals in the same order), ``columns`` what it holds.
 Every party's data file holds its rows, in roster order, as integer codes of
 ``domain`` (a CSV with a header naming its columns, or a ``.npy`` array).
 
+A VertiMRF job (``VerticalMRFSynthesizer``) says ``"method": "vertical"``;
+its parties have a name and columns and no rows (they hold every record,
+aligned by the parties beforehand, and the number of records is not public:
+VertiMRF releases a noisy count), and an optional ``"n_rows"`` makes that
+number public::
+
+    {"format": "skdpsynth-federated-job", "version": 1, "method": "vertical",
+     "epsilon": 1.0, "delta": 1e-06, "domain": {"age": 10, "sex": 2, ...},
+     "parties": [{"name": "hospital", "columns": ["age", ...]}, {"name": "insurer", ...}],
+     "parameters": {"n_sketches": 500}}       # VerticalMRFSynthesizer hyper-parameters (optional)
+
 The exchange folder
 -------------------
 ``round-RRRR.NAME.request`` (curator → party ``NAME``), ``round-RRRR.NAME.reply``
@@ -48,16 +59,19 @@ from pathlib import Path
 
 from ..domain import Domain
 from .party_job import PartyJob
-from .curator import FederatedData
+from .curator import FederatedData, VerticalFederatedData, vertical_parties
 from .runtime import CURATOR, PartyHost, PartyServer, _Backend
 from .wire import MessageError, unpack
 
 __all__ = ["JOB_FORMAT", "read_job", "write_job", "FileBackend", "WaitingForParties", "FileFederatedData",
+           "FileVerticalFederatedData",
            "CuratorState", "answer_requests"]
 
 #: The ``"format"`` field of a job description written by :func:`write_job`; :func:`read_job` refuses other files.
 JOB_FORMAT = "skdpsynth-federated-job"
 JOB_VERSION = 1
+METHODS = ("hybrid", "vertical")
+"""The methods a job description runs: RandDPGen (HybridSynthesizer) and VertiMRF (VerticalMRFSynthesizer)."""
 DONE = "done"
 
 
@@ -99,8 +113,12 @@ def _reply_path(exchange: Path, round_: int, name: str) -> Path:
 
 # --------------------------------------------------------------------------- the job description
 def write_job(path, *, domain, partition, epsilon: float, delta: float, parameters: Mapping | None = None,
-              method: str = "hybrid") -> dict:
+              method: str = "hybrid", n_rows: int | None = None) -> dict:
     """Write a job description (see the module docstring); returns it as a dict.
+
+    ``method="vertical"`` (VertiMRF): ``partition`` is ``{party: columns}``
+    (or lists of columns), with no rows; ``n_rows`` only if the number of
+    records is public.
 
     Examples
     --------
@@ -116,13 +134,20 @@ def write_job(path, *, domain, partition, epsilon: float, delta: float, paramete
     """
     from .partition import HybridPartition
 
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
     domain = domain if isinstance(domain, Domain) else Domain.from_dict(dict(domain))
-    partition = HybridPartition.coerce(partition)
     job = {"format": JOB_FORMAT, "version": JOB_VERSION, "method": method, "epsilon": float(epsilon),
-           "delta": float(delta), "domain": {str(a): int(domain[a]) for a in domain.attrs},
-           "parties": [{"name": p.name, "rows": [int(r) for r in p.rows], "columns": [str(c) for c in p.columns]}
-                       for p in partition.parties()],
-           "parameters": dict(parameters or {})}
+           "delta": float(delta), "domain": {str(a): int(domain[a]) for a in domain.attrs}}
+    if method == "vertical":
+        job["parties"] = [{"name": name, "columns": [str(c) for c in cols]}
+                          for name, cols in vertical_parties(domain, partition)]
+        if n_rows is not None:
+            job["n_rows"] = int(n_rows)
+    else:
+        job["parties"] = [{"name": p.name, "rows": [int(r) for r in p.rows], "columns": [str(c) for c in p.columns]}
+                          for p in HybridPartition.coerce(partition).parties()]
+    job["parameters"] = dict(parameters or {})
     Path(path).write_text(json.dumps(job, indent=1, allow_nan=False))
     return job
 
@@ -160,14 +185,17 @@ def read_job(path) -> dict:
         raise ValueError(f"{os.fspath(path)!r} is not a job description (format {JOB_FORMAT!r}).")
     if job.get("version") != JOB_VERSION:
         raise ValueError(f"Job description version {job.get('version')!r}; this version reads {JOB_VERSION}.")
-    if job.get("method") != "hybrid":
-        raise ValueError(f"Job method {job.get('method')!r}: the file-based protocol runs 'hybrid' (RandDPGen).")
+    if job.get("method") not in METHODS:
+        raise ValueError(f"Job method {job.get('method')!r}: the file-based protocol runs {' or '.join(map(repr, METHODS))}"
+                         " (RandDPGen, VertiMRF).")
     for key in ("epsilon", "delta"):
         value = job.get(key)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
             raise ValueError(f"Job {key} must be a positive number, got {value!r}.")
     if not isinstance(job.get("parameters", {}), dict):
-        raise ValueError("Job parameters must be an object of HybridSynthesizer hyper-parameters.")
+        raise ValueError("Job parameters must be an object of the method's hyper-parameters.")
+    if job["method"] == "vertical":
+        return _read_vertical_job(job, path)
     try:
         domain = Domain.from_dict({str(k): int(v) for k, v in dict(job["domain"]).items()})
         partition = HybridPartition.coerce(list(job["parties"])).validate(list(domain.attrs),
@@ -175,6 +203,23 @@ def read_job(path) -> dict:
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"Job description {os.fspath(path)!r}: {exc}") from None
     return {**job, "domain": domain, "partition": partition, "parameters": dict(job.get("parameters", {}))}
+
+
+def _read_vertical_job(job: dict, path) -> dict:
+    n_rows = job.get("n_rows")
+    if n_rows is not None and (isinstance(n_rows, bool) or not isinstance(n_rows, int) or n_rows < 1):
+        raise ValueError(f"Job n_rows must be a positive integer (the public number of records) or absent, got "
+                         f"{n_rows!r}.")
+    try:
+        domain = Domain.from_dict({str(k): int(v) for k, v in dict(job["domain"]).items()})
+        parties = vertical_parties(domain, [(str(p["name"]), list(p["columns"])) for p in job["parties"]])
+        if any(set(p) - {"name", "columns"} for p in job["parties"]):
+            raise ValueError("a vertical job's parties have a name and columns only (no rows: the number of "
+                             "records is not public; give n_rows if it is)")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"Job description {os.fspath(path)!r}: {exc}") from None
+    return {**job, "domain": domain, "party_columns": parties, "n_rows": n_rows,
+            "parameters": dict(job.get("parameters", {}))}
 
 
 def _roster_size(parties) -> int:
@@ -358,6 +403,37 @@ class FileFederatedData(FederatedData):
                 "curator_private_key": self.state.private_key}
 
 
+class FileVerticalFederatedData(VerticalFederatedData):
+    """:class:`~skdpsynth.federated.VerticalFederatedData` whose parties answer through an exchange folder.
+
+    Parameters
+    ----------
+    job : dict
+        From :func:`read_job`, a ``"method": "vertical"`` job.
+    exchange : path
+    state : CuratorState
+        Its session id is kept, so that a replayed run sends the same setup.
+    timeout : float or None
+        See :class:`FileBackend`.
+    """
+
+    def __init__(self, job: dict, exchange, state: CuratorState, *, timeout: float | None = None):
+        parties = job["party_columns"]
+        super().__init__(job["domain"], parties, {name: PartyHost(None) for name, _ in parties}, n_rows=job["n_rows"])
+        self.exchange = Path(exchange)
+        self.state = state
+        self.timeout = timeout
+        self.last_backend = None
+
+    def make_backend(self, *, server=None, jobs=None) -> FileBackend:
+        """The exchange folder (each party's server and job are its own, where it runs)."""
+        self.last_backend = FileBackend([name for name, _ in self.parties], self.exchange, timeout=self.timeout)
+        return self.last_backend
+
+    def session(self) -> bytes:
+        return self.state.session
+
+
 # --------------------------------------------------------------------------- a party's side
 class _PartyState:
     FILE = "party-state.json"
@@ -378,12 +454,15 @@ class _PartyState:
         _atomic_write(self.path, json.dumps(self.state).encode(), private=True)
 
 
-def answer_requests(job: dict, name: str, data, exchange, state_folder, *, noise: str = "private") -> int:
+def answer_requests(job: dict, name: str, data, exchange, state_folder, *, noise: str = "private",
+                    server=None) -> int:
     """Answer every request for party ``name`` waiting in the exchange folder; returns how many.
 
     The party checks that the curator's setup matches the public job
     (domain and its own roster entry) and never spends more than the job's
-    budget (its own zCDP over all its answers).
+    budget (its own zCDP over all its answers).  A vertical job's party
+    (VertiMRF) runs ``server``, its method's own (this layer does not import
+    the methods), and sends its one message once.
 
     Parameters
     ----------
@@ -395,6 +474,13 @@ def answer_requests(job: dict, name: str, data, exchange, state_folder, *, noise
         Its records (see :func:`~skdpsynth.federated.runtime.load_party_codes`).
     exchange, state_folder : path
     noise : {"private", "curator"}, default="private"
+    server : callable, optional
+        For ``"method": "vertical"`` jobs (required there):
+        ``server(job, name, data, noise=..., private_key=...)`` returns the
+        party's server, with ``handle``, ``saved_state`` and ``restore``, e.g.
+        :meth:`VerticalPartyServer.for_job
+        <skdpsynth.synthesizers.vertical_mrf.remote.VerticalPartyServer.for_job>`
+        (what ``skdpsynth party`` passes).
 
     Examples
     --------
@@ -423,6 +509,8 @@ def answer_requests(job: dict, name: str, data, exchange, state_folder, *, noise
     """
     from ..privacy import cdp_rho
 
+    if job["method"] == "vertical":
+        return _answer_vertical(job, name, data, Path(exchange), state_folder, noise=noise, server=server)
     specs = {p.name: p for p in job["partition"].parties()}
     if name not in specs:
         raise ValueError(f"The job has no party {name!r} (its parties: {sorted(specs)}).")
@@ -450,6 +538,34 @@ def answer_requests(job: dict, name: str, data, exchange, state_folder, *, noise
         state.state["spent_rho"] = server.spent_rho
         state.state["pending_product"] = server.pending_product
         state.state["peer_keys"] = server.peer_keys
+        state.save()
+        _atomic_write(reply_path, reply)
+        answered += 1
+    return answered
+
+
+def _pending(exchange: Path, name: str):
+    """``(request bytes, reply path)`` of every request to ``name`` not answered yet, in round order."""
+    for request_path in sorted(exchange.glob(f"round-*.{name}.request")):
+        reply_path = _reply_path(exchange, int(request_path.name.split(".")[0].split("-")[1]), name)
+        if not reply_path.exists():
+            yield request_path.read_bytes(), reply_path
+
+
+def _answer_vertical(job: dict, name: str, data, exchange: Path, state_folder, *, noise: str, server) -> int:
+    """:func:`answer_requests` for a vertical job: the method's server, restored from the party's state folder."""
+    names = [party for party, _ in job["party_columns"]]
+    if name not in names:
+        raise ValueError(f"The job has no party {name!r} (its parties: {sorted(names)}).")
+    if server is None:
+        raise ValueError("A vertical job's party runs VertiMRF's server: pass server= (skdpsynth party does).")
+    state = _PartyState(state_folder, name)
+    party = server(job, name, data, noise=noise, private_key=bytes.fromhex(state.state["private_key"]))
+    party.restore(state.state.get("server") or {})
+    answered = 0
+    for request, reply_path in _pending(exchange, name):
+        reply = party.handle(request)        # refuses a job other than its own, and a second message
+        state.state["server"] = party.saved_state()   # before the reply: a party never answers twice
         state.save()
         _atomic_write(reply_path, reply)
         answered += 1

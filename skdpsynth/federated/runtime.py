@@ -125,7 +125,7 @@ def _unhex(reader_sender: str, value, what: str) -> bytes:
 
 
 # --------------------------------------------------------------------------- the party's data
-def load_party_codes(source, name: str, columns: tuple, sizes: tuple, n_rows: int) -> np.ndarray:
+def load_party_codes(source, name: str, columns: tuple, sizes: tuple, n_rows: int | None) -> np.ndarray:
     """Read a party's integer codes from its source and check them against the public job.
 
     Parameters
@@ -139,8 +139,9 @@ def load_party_codes(source, name: str, columns: tuple, sizes: tuple, n_rows: in
         The party (for error messages).
     columns, sizes : tuple
         The party's columns and their public domain sizes.
-    n_rows : int
-        The party's public roster size.
+    n_rows : int or None
+        The party's public roster size; ``None`` when the number of records
+        is not public (VertiMRF's parties: any number of rows is read).
 
     Returns
     -------
@@ -193,13 +194,15 @@ def load_party_codes(source, name: str, columns: tuple, sizes: tuple, n_rows: in
             raise ValueError(f"Party {name!r}: its data have no column(s) {missing}.")
         data = data[list(columns)].to_numpy()
     data = np.asarray(data)
-    if data.ndim != 2 or data.shape != (n_rows, len(columns)):
+    if data.ndim != 2 or data.shape[1] != len(columns) or (n_rows is not None and data.shape[0] != n_rows):
         # What the public job expects, never the data's own shape: its number of rows is private, and this
         # text may reach the curator (the process and dask backends carry a party's exception back).
         wrong = ("not a 2-D table" if data.ndim != 2 else
-                 "another number of rows than its roster" if data.shape[0] != n_rows else "another number of columns")
-        raise ValueError(f"Party {name!r}: its data are {wrong}; the job expects {n_rows} roster rows and the "
-                         f"columns {list(columns)}.")
+                 "another number of columns" if data.shape[1] != len(columns) else
+                 "another number of rows than its roster")
+        expects = "" if n_rows is None else f"{n_rows} roster rows and "
+        raise ValueError(f"Party {name!r}: its data are {wrong}; the job expects {expects}the columns "
+                         f"{list(columns)}.")
     if data.dtype.kind not in "iub":
         if data.dtype.kind == "f" and np.isfinite(data).all() and (data == np.round(data)).all():
             data = data.astype(np.int64)
@@ -586,10 +589,14 @@ class _Backend:
 
     kind = "?"
 
-    def __init__(self, hosts: Mapping[str, PartyHost], *, jobs: Mapping[str, PartyJob] | None = None):
+    def __init__(self, hosts: Mapping[str, PartyHost], *, jobs: Mapping[str, Any] | None = None, server=None):
         self.hosts = {name: host if isinstance(host, PartyHost) else PartyHost(host) for name, host in hosts.items()}
         # Each party's own copy of the public job, handed to its server where it starts (not by request).
         self.jobs = dict(jobs or {})
+        # What a party runs: ``server(name, source, noise=..., job=...)``, an object whose ``handle`` takes request
+        # bytes and returns reply bytes.  A module-level class (picklable by reference) so that a method's own
+        # server (e.g. VertiMRF's party) runs on processes and workers without this module importing the method.
+        self.server = PartyServer if server is None else server
         self.bytes_sent = 0
         self.bytes_received = 0
         self.n_requests = 0
@@ -652,6 +659,13 @@ class LocalBackend(_Backend):
     hosts : mapping of party name to PartyHost (or source)
     servers : mapping of party name to PartyServer, optional
         Ready servers (e.g. around in-process parties); then ``hosts`` may be empty.
+    jobs : mapping of party name to job, optional
+        Each party's own copy of the public job, given to its server where it starts.
+    server : class, default=PartyServer
+        What each party runs, called as ``server(name, source, noise=..., job=...)``: RandDPGen's
+        :class:`PartyServer`, or a method's own (e.g. VertiMRF's
+        :class:`~skdpsynth.synthesizers.vertical_mrf.remote.VerticalPartyServer`).  Every backend takes it; for
+        processes and dask workers it must be importable where the party runs (a module-level class).
 
     Examples
     --------
@@ -676,8 +690,8 @@ class LocalBackend(_Backend):
     kind = "local"
 
     def __init__(self, hosts: Mapping[str, Any] | None = None, *, servers: Mapping[str, PartyServer] | None = None,
-                 jobs: Mapping[str, PartyJob] | None = None):
-        super().__init__(hosts or {}, jobs=jobs)
+                 jobs: Mapping[str, Any] | None = None, server=None):
+        super().__init__(hosts or {}, jobs=jobs, server=server)
         self.servers = dict(servers or {})
         for name, server in self.servers.items():
             self.hosts.setdefault(name, PartyHost(None, noise=server.noise))
@@ -685,7 +699,7 @@ class LocalBackend(_Backend):
     def _start(self):
         for name, host in self.hosts.items():
             if name not in self.servers:
-                self.servers[name] = PartyServer(name, host.source, noise=host.noise, job=self.jobs.get(name))
+                self.servers[name] = self.server(name, host.source, noise=host.noise, job=self.jobs.get(name))
 
     def _call(self, requests):
         return {name: self.servers[name].handle(request) for name, request in requests.items()}
@@ -695,8 +709,8 @@ class LocalBackend(_Backend):
 _PROCESS_SERVER: list = []
 
 
-def _process_init(name: str, source, noise: str, job: PartyJob | None = None) -> None:
-    _PROCESS_SERVER[:] = [PartyServer(name, source, noise=noise, job=job)]
+def _process_init(name: str, source, noise: str, job=None, server=None) -> None:
+    _PROCESS_SERVER[:] = [(server or PartyServer)(name, source, noise=noise, job=job)]
 
 
 def _process_handle(name: str, request: bytes) -> bytes:
@@ -739,7 +753,7 @@ class ProcessBackend(_Backend):
         context = multiprocessing.get_context("spawn")
         self._executors = {
             name: ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_process_init,
-                                      initargs=(name, host.source, host.noise, self.jobs.get(name)))
+                                      initargs=(name, host.source, host.noise, self.jobs.get(name), self.server))
             for name, host in self.hosts.items()}
 
     def _call(self, requests):
@@ -775,10 +789,10 @@ def _dask_key(name: str, token: str):
     return (get_worker().address, token, name)
 
 
-def _dask_host(name: str, token: str, source, noise: str, job: PartyJob | None = None) -> bytes:
+def _dask_host(name: str, token: str, source, noise: str, job=None, server=None) -> bytes:
     key = _dask_key(name, token)
     with _DASK_LOCK:
-        _DASK_SERVERS[key] = PartyServer(name, source, noise=noise, job=job)
+        _DASK_SERVERS[key] = (server or PartyServer)(name, source, noise=noise, job=job)
     return pack("Hosted", sender=name)
 
 
@@ -839,8 +853,9 @@ class DaskBackend(_Backend):
 
     kind = "dask"
 
-    def __init__(self, client, hosts: Mapping[str, PartyHost], *, jobs: Mapping[str, PartyJob] | None = None):
-        super().__init__(hosts, jobs=jobs)
+    def __init__(self, client, hosts: Mapping[str, PartyHost], *, jobs: Mapping[str, Any] | None = None,
+                 server=None):
+        super().__init__(hosts, jobs=jobs, server=server)
         self.client = client
         self.token = uuid.uuid4().hex
         missing = [name for name, host in self.hosts.items() if not host.worker]
@@ -862,7 +877,7 @@ class DaskBackend(_Backend):
     def _start(self):
         self._addresses = {name: self._address(host.worker) for name, host in self.hosts.items()}
         futures = [self.client.submit(_dask_host, name, self.token, host.source, host.noise, self.jobs.get(name),
-                                      workers=[self._addresses[name]], allow_other_workers=False, pure=False,
+                                      self.server, workers=[self._addresses[name]], allow_other_workers=False, pure=False,
                                       key=f"skdpsynth-host-{name}-{self.token}")
                    for name, host in self.hosts.items()]
         for name, reply in zip(self.hosts, self.client.gather(futures)):

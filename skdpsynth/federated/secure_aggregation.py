@@ -120,6 +120,9 @@ __all__ = [
     "seal",
     "open_sealed",
     "share_group_secret",
+    "group_leader",
+    "seal_group_secret",
+    "open_group_secret",
 ]
 
 DEFAULT_SCALE_BITS = 24
@@ -747,17 +750,68 @@ def share_group_secret(parties: Sequence[SecureAggregationParty], *, purpose, se
         raise SecureAggregationError("share_group_secret needs one or more parties with distinct names")
     if len({p.session for p in parties}) != 1:
         raise SecureAggregationError("the parties belong to different sessions")
-    purpose = _as_bytes(purpose, "purpose")
     leader_name, *others = sorted(by_name)
     leader = by_name[leader_name]
     value = os.urandom(32) if secret is None else bytes(secret)
-    relayed = {}
-    for name in others:                                   # leader -> curator -> name
-        key = leader.pairwise_key(name, by_name[name].public_key, purpose=purpose)
-        relayed[name] = seal(key, value, b"group-secret|" + purpose + b"|" + name.encode())
+    # leader -> curator -> each receiver, who opens its own box
+    relayed = seal_group_secret(leader, {name: by_name[name].public_key for name in others}, value, purpose=purpose)
     secrets = {leader_name: value}
-    for name in others:                                   # each receiver opens its own box
-        key = by_name[name].pairwise_key(leader_name, leader.public_key, purpose=purpose)
-        nonce, box = relayed[name]
-        secrets[name] = open_sealed(key, nonce, box, b"group-secret|" + purpose + b"|" + name.encode())
+    for name in others:
+        secrets[name] = open_group_secret(by_name[name], leader_name, leader.public_key, *relayed[name],
+                                          purpose=purpose)
     return secrets, relayed
+
+
+def group_leader(names: Iterable[str]) -> str:
+    """The party that draws a group secret: the first name in sorted order (:func:`share_group_secret`).
+
+    Examples
+    --------
+    >>> group_leader(["hospital", "bank", "insurer"])
+    'bank'
+    """
+    return sorted(names)[0]
+
+
+def _group_context(purpose: bytes, receiver: str) -> bytes:
+    return b"group-secret|" + purpose + b"|" + receiver.encode()
+
+
+def seal_group_secret(leader: SecureAggregationParty, public_keys: Mapping[str, bytes], secret: bytes, *,
+                      purpose) -> dict:
+    """The leader's side of :func:`share_group_secret`: ``secret`` sealed for each receiver (to relay).
+
+    Parameters
+    ----------
+    leader : SecureAggregationParty
+    public_keys : mapping of str to bytes
+        Every receiver (not the leader) and its public key.
+    secret : bytes
+    purpose : str or bytes
+
+    Returns
+    -------
+    dict of str to (nonce, ciphertext)
+
+    Examples
+    --------
+    >>> a, b = SecureAggregationParty("a", b"s"), SecureAggregationParty("b", b"s")
+    >>> boxes = seal_group_secret(a, {"b": b.public_key}, b"k" * 32, purpose="sketch")
+    >>> open_group_secret(b, "a", a.public_key, *boxes["b"], purpose="sketch") == b"k" * 32
+    True
+    """
+    purpose = _as_bytes(purpose, "purpose")
+    return {name: seal(leader.pairwise_key(name, key, purpose=purpose), bytes(secret), _group_context(purpose, name))
+            for name, key in public_keys.items()}
+
+
+def open_group_secret(party: SecureAggregationParty, leader_name: str, leader_public_key: bytes, nonce: bytes,
+                      ciphertext: bytes, *, purpose) -> bytes:
+    """A receiver's side of :func:`share_group_secret`: open the box the leader sealed for it.
+
+    Raises :class:`SecureAggregationError` if the box does not authenticate
+    (another key, purpose or receiver, or tampered bytes).
+    """
+    purpose = _as_bytes(purpose, "purpose")
+    key = party.pairwise_key(leader_name, leader_public_key, purpose=purpose)
+    return open_sealed(key, nonce, ciphertext, _group_context(purpose, party.name))

@@ -251,7 +251,7 @@ class BaseSynthesizer(BaseEstimator):
         if not self._fits_federated_data:
             raise TypeError(f"{type(self).__name__} needs the records in this process; {type(X).__name__} "
                             "(records that stay with their parties) is fitted by the federated synthesizers "
-                            "(HybridSynthesizer).")
+                            "(HybridSynthesizer, VerticalMRFSynthesizer).")
         if y is not None:
             raise ValueError(f"With {type(X).__name__} the target is one of the parties' columns; do not pass y.")
         if getattr(self, "domain", None) is not None:

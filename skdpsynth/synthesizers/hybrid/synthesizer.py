@@ -432,6 +432,10 @@ class HybridSynthesizer(BaseSynthesizer):
         columns = list(domain.attrs)
         remote = is_remote_data(codes)
         if remote:  # FederatedData: the parties run elsewhere; only their messages reach this process
+            if not hasattr(codes, "partition"):
+                raise TypeError(f"HybridSynthesizer fits parties that keep their records through a FederatedData "
+                                f"(a hybrid partition's roster), not a {type(codes).__name__}; vertically partitioned "
+                                "parties without a roster are VerticalMRFSynthesizer's.")
             if self._fit_partition is not None:
                 raise ValueError("FederatedData carries its partition; do not pass partition= as well.")
             if self.secure_computation != "cryptographic":

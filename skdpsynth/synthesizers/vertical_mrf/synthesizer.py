@@ -32,12 +32,14 @@ from ...domain import Domain
 from ...federated import HybridPartition
 from . import sketches as fm
 from .party import (ENCODERS, FO_ACCOUNTING, LOCAL_LEARNERS, SKETCH_ACCOUNTING, VerticalConfig,
-                                   VerticalMessage, VerticalParty, vertical_budget)
+                                   VerticalMessage, VerticalParty)
 from ...params import Interval, Options
 from ...privacy import PrivacyLedger, warn_privacy_leak
 from ...privacy.randomness import SystemRandomGenerator, child_random_states
-from ...utils import MemoryLimitError, check_memory
+from ...federated.runtime import warn_curator_noise
+from ...utils import MemoryLimitError, check_memory, is_remote_data
 from ..base import BaseSynthesizer
+from .remote import PARTY_DEFAULTS, VerticalJob, run_parties
 from .server import VerticalServer
 
 __all__ = ["VerticalMRFSynthesizer", "contiguous_blocks"]
@@ -237,6 +239,14 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         sketch budget rests on (``"theorem2"`` or ``"rdp"``).
     messages_ : list of bytes
         Only with ``keep_messages=True``.
+    runtime_ : dict or None
+        With a :class:`~skdpsynth.federated.VerticalFederatedData`, what
+        crossed between the curator and the parties: ``backend``
+        (``"local"``, ``"processes"``, ``"dask"``, ``"files"``),
+        ``n_parties``, ``requests``, ``bytes_sent``, ``bytes_received``
+        (with the FM encoder these depend on public sizes and DP outputs
+        only; ``encoder="fo"`` sends n rows, as it does in process).
+        ``None`` when the parties are simulated in this process.
 
     Examples
     --------
@@ -258,6 +268,7 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
 
     # Each party's sketches are keyed by row position and its local model is fitted in memory; counting its
     # partitions would need their lengths, i.e. the private record count (BaseSynthesizer._refuse_out_of_core).
+    _fits_federated_data = True  # fit(VerticalFederatedData(...)): parties on processes, dask workers or files
     _out_of_core_refusal = (
         "every party encodes its records row by row in memory (its sketches are keyed by row position). Pass a "
         "pandas DataFrame or an array, or per-party DataFrames (a list or a dict).")
@@ -392,6 +403,10 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
             one frame per party with aligned rows (row ``i`` of every frame is
             the same individual; the frames' indexes must be equal), as a list
             (parties ``party0``, ``party1``, …) or a dict ``{name: frame}``.
+            Or a :class:`~skdpsynth.federated.VerticalFederatedData`: parties
+            that keep their records and encode them where they run (local,
+            processes, dask workers; ``doc/federated.md``); it needs
+            ``secure_computation="cryptographic"``.
         y : array-like, optional
             A column to synthesize with X (appended last; with explicit
             ``party_columns`` it must be named in them).
@@ -454,6 +469,20 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         joined = pd.concat(list(named.values()), axis=1)
         return joined, {str(name): list(frame.columns) for name, frame in named.items()}
 
+    def _remote_parties(self, data) -> tuple[list, int | None]:
+        """The parties' columns and the public record count (if any) of records that stay with their parties."""
+        if not hasattr(data, "party_columns"):
+            raise TypeError(f"VerticalMRFSynthesizer fits parties that keep their records through a "
+                            f"VerticalFederatedData (skdpsynth.federated), not a {type(data).__name__} (a hybrid "
+                            "partition's, for HybridSynthesizer).")
+        if self._fit_parties is not None:
+            raise ValueError("VerticalFederatedData carries its parties' columns; do not pass party_columns.")
+        if self.secure_computation != "cryptographic":
+            raise ValueError("Parties that keep their records (VerticalFederatedData) need "
+                             "secure_computation='cryptographic': they agree on the sketch secret by X25519, so "
+                             "that the curator never holds it.")
+        return [(name, list(cols)) for name, cols in data.parties], data.n_rows
+
     def _check_sketch_memory(self, domain: Domain, columns, binning: bool) -> None:
         """Refuse, before any key or spend, sketches whose tables do not fit in memory: every party's
         ``n_sketches × (its columns' values after binning)`` table with its phantom maxima, about 40 bytes an
@@ -507,54 +536,29 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
             raise TypeError(f"VerticalMRFSynthesizer needs string column names (the parties' messages carry them); "
                             f"column {c!r} has a name of type {type(c).__name__}. Rename the columns, e.g. "
                             "X.columns = X.columns.astype(str).")
-        parties = self._resolve_parties(self._fit_parties, columns, codes.shape[0])
+        remote = is_remote_data(codes)
+        if remote:  # VerticalFederatedData: the parties run where their records are; only their messages come here
+            parties, n_rows = self._remote_parties(codes)
+        else:
+            parties, n_rows = self._resolve_parties(self._fit_parties, columns, codes.shape[0]), None
         parties = [(name, list(domain.canonical(cols))) for name, cols in parties]
         m, d = len(parties), len(domain)
         binning = self.n_bins is not None and self.encoder != "none"
-        binned_cols = [c for c in columns if binning and domain[c] > self.n_bins]
-        budget = vertical_budget(epsilon, delta, n_parties=m, n_attributes=d, n_binned=len(binned_cols),
-                                 encoder=self.encoder, n_sketches=self.n_sketches, budget_split=self.budget_split,
-                                 delta_split=self.delta_split, sketch_accounting=self.sketch_accounting,
-                                 fo_accounting=self.fo_accounting, value_distributions=self.his_rec == "value_dist")
-        mean_size = sum(domain.shape) / d
-        local_cells = self.local_max_clique_size
-        if local_cells is None:
-            tau_prime = self.max_clique_size / (m * mean_size**2)
-            local_cells = max(tau_prime, max(domain.shape))  # doc/deviations.md, "A feasible local clique limit"
-        config = VerticalConfig(
-            tuple((name, tuple(cols)) for name, cols in parties), domain, budget, n_sketches=int(self.n_sketches),
-            gamma=float(self.gamma), n_bins=self.n_bins if binning else None, count_leader=0,
-            local_learner=self.local_mrf, local_params=dict(self.local_mrf_params or {}),
-            local_max_cells=int(local_cells), fo_accounting=self.fo_accounting)
+        job = VerticalJob(domain, tuple((name, tuple(cols)) for name, cols in parties), epsilon, delta,
+                          {key: getattr(self, key) for key in PARTY_DEFAULTS}, n_rows)
+        config = job.config()
+        budget = config.budget
         if self.encoder == "fm" and budget.epsilon_prime > 0:
             k_p, alpha_min = config.sketch_parameters
             self._log(f"{m} parties, d={d}; sketches: t={self.n_sketches}, eps'={budget.epsilon_prime:.4g}, "
                       f"k_p={k_p}, alpha_min={alpha_min}")
-
-        # §4.2: the shared secret the parties agree on; the server never sees it (nor the keys).
-        keys = None
         if self.encoder == "fm":
             self._check_sketch_memory(domain, columns, binning)
-            given = None if isinstance(rng, SystemRandomGenerator) else rng.bytes(32)
-            if self.secure_computation == "cryptographic":
-                secret = _agree_sketch_secret([str(name) for name, _ in parties], given)
-            else:
-                secret = fm.new_shared_secret() if given is None else given
-            keys = fm.SketchKeys.from_secret(secret, int(self.n_sketches))
-            del secret, given
-        states = child_random_states(rng, m)
-        wire = []
-        for i, (name, cols) in enumerate(parties):
-            idx = [domain.index(c) for c in cols]
-            try:
-                message = VerticalParty(i, config).run(codes[:, idx], keys, random_state=states[i])
-            except MemoryLimitError as exc:  # the local learner's own check: say where its settings are
-                raise MemoryLimitError(f"Party {name!r}'s local model ({self.local_mrf}): {exc} For "
-                                       "VerticalMRFSynthesizer, give the local learner's settings in "
-                                       "local_mrf_params, or lower local_max_clique_size.") from None
-            wire.append(message.to_bytes())  # what crosses the trust boundary: bytes, no pickle
-            self._log(f"party {name!r}: {len(cols)} columns, message {len(wire[-1]) / 1e6:.2f} MB")
-        del keys
+        if remote:
+            wire, modes, self.runtime_ = run_parties(codes, job, rng)
+            warn_curator_noise(modes, ledger)
+        else:
+            wire, self.runtime_ = self._run_parties_here(codes, domain, config, parties, rng), None
         # Received as the server would: every field validated against the public configuration.
         messages = [VerticalMessage.from_bytes(b, config=config, sender=name) for (name, _), b in zip(parties, wire)]
         for message in messages:
@@ -584,6 +588,32 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
             warnings.simplefilter("ignore", RuntimeWarning)  # log of zero-probability cells in projections
             result = server.fit(messages)
         self._set_fitted(config, result, wire, ledger)
+
+    def _run_parties_here(self, codes, domain: Domain, config: VerticalConfig, parties, rng) -> list:
+        """Simulate the parties in this process (each on its own columns); their messages' bytes."""
+        # §4.2: the shared secret the parties agree on; the server never sees it (nor the keys).
+        keys = None
+        if self.encoder == "fm":
+            given = None if isinstance(rng, SystemRandomGenerator) else rng.bytes(32)
+            if self.secure_computation == "cryptographic":
+                secret = _agree_sketch_secret([str(name) for name, _ in parties], given)
+            else:
+                secret = fm.new_shared_secret() if given is None else given
+            keys = fm.SketchKeys.from_secret(secret, int(self.n_sketches))
+            del secret, given
+        states = child_random_states(rng, len(parties))
+        wire = []
+        for i, (name, cols) in enumerate(parties):
+            idx = [domain.index(c) for c in cols]
+            try:
+                message = VerticalParty(i, config).run(codes[:, idx], keys, random_state=states[i])
+            except MemoryLimitError as exc:  # the local learner's own check: say where its settings are
+                raise MemoryLimitError(f"Party {name!r}'s local model ({self.local_mrf}): {exc} For "
+                                       "VerticalMRFSynthesizer, give the local learner's settings in "
+                                       "local_mrf_params, or lower local_max_clique_size.") from None
+            wire.append(message.to_bytes())  # what crosses the trust boundary: bytes, no pickle
+            self._log(f"party {name!r}: {len(cols)} columns, message {len(wire[-1]) / 1e6:.2f} MB")
+        return wire
 
     def _set_fitted(self, config: VerticalConfig, result, wire, ledger) -> None:
         budget = config.budget
