@@ -214,3 +214,306 @@ def test_dask_local_cluster_fit_keeps_every_party_on_its_worker(vertical_job, mo
             # What reaches a party from outside: JSON fields plus the sealed secret's bytes, never a clear array.
             assert all(dtype == "|u1" for dtype, _ in arrays.values()), (op, arrays)
             assert set(arrays) == ({"sealed_secret"} if op == "encode" and not leader else set())
+
+
+# --------------------------------------------------------------------------- a party against a deviating curator
+from skdpsynth import Domain  # noqa: E402
+
+DOMAIN = Domain(["a", "b", "c"], [3, 4, 6])
+SMALL = {"n_sketches": 16, "local_mrf_params": {"max_iters": 20, "final_iters": 20}}
+JOB = VerticalJob(DOMAIN, (("p0", ("a",)), ("p1", ("b", "c"))), 1.0, 1e-6, SMALL)
+SESSION = "ab" * 16
+
+
+def _codes(n=400, seed=3):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 3, n)
+    return {"p0": a.reshape(-1, 1), "p1": np.column_stack([(a + rng.integers(0, 2, n)) % 4, rng.integers(0, 6, n)])}
+
+
+def _request(arrays=None, **fields) -> bytes:
+    return pack("Request", sender=CURATOR, fields=fields, arrays=arrays or {})
+
+
+def _set_up(job=JOB, codes=None, noise="private"):
+    """Both parties set up; their servers and public keys (hex)."""
+    codes = _codes() if codes is None else codes
+    servers = {name: VerticalPartyServer(name, codes[name], noise=noise, job=job) for name in job.names}
+    keys = {name: unpack(s.handle(_request(op="setup", session=SESSION, job=job.to_fields())),
+                         kinds=("PublicKey",), sender=name).fields["key"] for name, s in servers.items()}
+    return servers, keys
+
+
+def _share(servers, keys):
+    """The leader's sealed secret for p1: (nonce hex, box as a uint8 array)."""
+    packet = unpack(servers["p0"].handle(_request(op="share_secret", public_keys=keys)), kinds=("SealedSecrets",),
+                    sender="p0")
+    assert set(packet.fields["boxes"]) == {"p1"}
+    box = packet.fields["boxes"]["p1"]
+    return box["nonce"], np.frombuffer(bytes.fromhex(box["ciphertext"]), dtype=np.uint8)
+
+
+def _encode(servers, keys, box) -> dict:
+    nonce, sealed = box
+    return {"p0": servers["p0"].handle(_request(op="encode", public_keys=keys)),
+            "p1": servers["p1"].handle(_request({"sealed_secret": sealed}, op="encode", public_keys=keys,
+                                                nonce=nonce))}
+
+
+def test_parties_run_the_protocol_and_send_validated_messages_once():
+    servers, keys = _set_up()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        replies = _encode(servers, keys, _share(servers, keys))
+    config = JOB.config()
+    messages = {n: VerticalMessage.from_bytes(r, config=config, sender=n) for n, r in replies.items()}
+    assert messages["p0"].n_hat is not None and messages["p1"].n_hat is None
+    # Each spent exactly its share (the server validated it against the job's budget); the leader forgot the secret.
+    assert servers["p0"].saved_state()["secret"] is None and all(s.encoded for s in servers.values())
+    for name, server in servers.items():
+        with pytest.raises(MessageError, match="a second would spend its budget twice"):
+            server.handle(_request(op="encode", public_keys=keys))
+
+
+@pytest.mark.parametrize("other, what", [
+    (VerticalJob(DOMAIN, JOB.parties, 2.0, 1e-6, SMALL), "budget \\(epsilon, delta\\) differs"),
+    (VerticalJob(DOMAIN, (("p0", ("a", "b")), ("p1", ("c",))), 1.0, 1e-6, SMALL), "parties' columns differs"),
+    (VerticalJob(DOMAIN, JOB.parties, 1.0, 1e-6, {**SMALL, "n_sketches": 8}), "parameters \\['n_sketches'\\]"),
+    (VerticalJob(DOMAIN, JOB.parties, 1.0, 1e-6, {**SMALL, "budget_split": {"local_mrf": 0.2, "encoding": 0.6,
+                                                                           "binning": 0.2}}),
+     "parameters \\['budget_split'\\]"),
+    (VerticalJob(Domain(["a", "b", "c"], [3, 4, 7]), JOB.parties, 1.0, 1e-6, SMALL), "domain differs"),
+    (VerticalJob(DOMAIN, JOB.parties, 1.0, 1e-6, SMALL, n_rows=400), "record count differs"),
+])
+def test_a_setup_for_another_job_is_refused(other, what):
+    server = VerticalPartyServer("p1", _codes()["p1"], job=JOB)
+    with pytest.raises(MessageError, match=what):
+        server.handle(_request(op="setup", session=SESSION, job=other.to_fields()))
+    with pytest.raises(MessageError, match="malformed"):
+        server.handle(_request(op="setup", session=SESSION, job={**JOB.to_fields(), "epsilon": -1}))
+    assert server.holds()["loaded"] is False         # nothing read for a job it did not agree to
+
+
+def test_the_leader_alone_draws_the_secret_and_only_once():
+    servers, keys = _set_up()
+    assert JOB.leader == "p0"
+    with pytest.raises(MessageError, match="does not draw the sketch secret: the job's leader is 'p0'"):
+        servers["p1"].handle(_request(op="share_secret", public_keys=keys))
+    with pytest.raises(MessageError, match="has drawn no sketch secret yet"):
+        servers["p0"].handle(_request(op="encode", public_keys=keys))
+    _share(servers, keys)
+    with pytest.raises(MessageError, match="draws it once"):
+        servers["p0"].handle(_request(op="share_secret", public_keys=keys))
+    fo = VerticalJob(DOMAIN, JOB.parties, 1.0, 1e-6, {**SMALL, "encoder": "fo"})
+    fo_servers, fo_keys = _set_up(fo)
+    with pytest.raises(MessageError, match="has no sketch secret to share"):
+        fo_servers["p0"].handle(_request(op="share_secret", public_keys=fo_keys))
+
+
+def test_public_keys_other_than_the_jobs_parties_are_refused():
+    servers, keys = _set_up()
+    other = VerticalPartyServer("p1", _codes()["p1"], job=JOB)
+    stranger = unpack(other.handle(_request(op="setup", session=SESSION, job=JOB.to_fields())),
+                      kinds=("PublicKey",)).fields["key"]
+    for wrong, what in [({"p0": keys["p0"]}, "do not name exactly the job's parties"),
+                        ({**keys, "p2": keys["p1"]}, "do not name exactly the job's parties"),
+                        ({**keys, "p0": stranger}, "is not its own"),
+                        ({**keys, "p0": "zz"}, "not a hex string")]:
+        with pytest.raises(MessageError, match=what):
+            servers["p0"].handle(_request(op="share_secret", public_keys=wrong))
+    box = _share(servers, keys)
+    # Once seen, the keys are pinned: the curator cannot swap the leader's key for the encode round.
+    with pytest.raises(MessageError, match="other public keys than before"):
+        servers["p0"].handle(_request(op="encode", public_keys={**keys, "p1": stranger}))
+    nonce, sealed = box
+    tampered = sealed.copy()
+    tampered[5] ^= 1
+    with pytest.raises(MessageError, match="Message from 'p0': the sealed sketch secret does not authenticate"):
+        servers["p1"].handle(_request({"sealed_secret": tampered}, op="encode", public_keys=keys, nonce=nonce))
+
+
+def test_requests_outside_the_protocol_are_refused():
+    server = VerticalPartyServer("p1", _codes()["p1"], job=JOB)
+    with pytest.raises(MessageError, match="got 'encode' before its setup"):
+        server.handle(_request(op="encode", public_keys={}))
+    with pytest.raises(MessageError, match="unknown request operation 'measure'"):
+        server.handle(_request(op="measure"))
+    with pytest.raises(MessageError, match="carries fields \\['variance'\\]"):
+        server.handle(_request(op="setup", session=SESSION, job=JOB.to_fields(), variance=1.0))
+    with pytest.raises(MessageError, match="carries fields \\['codes'\\]"):
+        server.handle(_request({"codes": np.zeros(3)}, op="setup", session=SESSION, job=JOB.to_fields()))
+    servers, keys = _set_up()
+    with pytest.raises(MessageError, match="carries no sealed sketch secret"):
+        servers["p1"].handle(_request(op="encode", public_keys=keys))
+    with pytest.raises(MessageError, match="already set up in another session"):
+        servers["p1"].handle(_request(op="setup", session="cd" * 16, job=JOB.to_fields()))
+    seeded, seeded_keys = _set_up(noise="curator")
+    with pytest.raises(MessageError, match="uses the curator's seed, but no sketch secret was sent"):
+        seeded["p0"].handle(_request(op="share_secret", public_keys=seeded_keys))
+
+
+def test_the_record_count_is_checked_only_when_it_is_public():
+    codes = _codes(n=1237)
+    counted = VerticalJob(DOMAIN, JOB.parties, 1.0, 1e-6, SMALL, n_rows=1000)
+    server = VerticalPartyServer("p1", codes["p1"], job=counted)
+    with pytest.raises(PartyDataError, match="another number of rows than its roster; the job expects 1000") as info:
+        server.handle(_request(op="setup", session=SESSION, job=counted.to_fields()))
+    assert "1237" not in str(info.value) and "1,237" not in str(info.value)
+    servers, _ = _set_up(codes=codes)                # no public count: any number of aligned rows is read
+    assert all(s.holds()["loaded"] for s in servers.values())
+    with pytest.raises(PartyDataError, match="Party 'p1': column 'b' has codes outside \\[0, 4\\)"):
+        _set_up(codes={"p0": codes["p0"], "p1": codes["p1"] + 4})
+
+
+def test_a_party_seeded_by_the_curator_answers_as_the_in_process_party():
+    """What run_parties sends a party with noise='curator' rebuilds its child generator of the in-process fit."""
+    from skdpsynth.privacy.randomness import child_random_states
+    from skdpsynth.synthesizers.vertical_mrf.party import VerticalParty
+    from skdpsynth.synthesizers.vertical_mrf import sketches as fm
+
+    rng = np.random.default_rng(11)
+    secret, states = rng.bytes(32), child_random_states(rng, 2)
+    codes = _codes()
+    servers, keys = _set_up(noise="curator")
+    packet = unpack(servers["p0"].handle(_request(op="share_secret", public_keys=keys, sketch_secret=secret.hex())),
+                    kinds=("SealedSecrets",))
+    box = packet.fields["boxes"]["p1"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reply = servers["p1"].handle(_request(
+            {"sealed_secret": np.frombuffer(bytes.fromhex(box["ciphertext"]), dtype=np.uint8)}, op="encode",
+            public_keys=keys, nonce=box["nonce"], random_state=remote._random_state_fields(states[1])))
+        # The in-process party 1: the same secret's keys and the curator's child state 1 (not yet spawned from).
+        expected = VerticalParty(1, JOB.config()).run(codes["p1"], fm.SketchKeys.from_secret(secret, 16),
+                                                      random_state=states[1])
+    assert reply == expected.to_bytes()
+    with pytest.raises(MessageError, match="random state the curator sent is malformed"):
+        servers["p0"].handle(_request(op="encode", public_keys=keys, random_state={"entropy": -1, "spawn_key": [],
+                                                                                  "pool_size": 4}))
+
+
+# --------------------------------------------------------------------------- configuration
+def test_configuration_errors(vertical_job):
+    X, domain, paths = vertical_job
+    with pytest.raises(ValueError, match="hosts must name the parties exactly"):
+        VerticalFederatedData(domain, GROUPS, dict(list(paths.items())[:2]))
+    with pytest.raises(ValueError, match="at least two parties"):
+        VerticalFederatedData(domain, {"all": COLUMNS}, {"all": "x.csv"})
+    with pytest.raises(ValueError, match="Column 'age' is held by two parties"):
+        VerticalFederatedData(domain, {**GROUPS, "bank": ["age", "income>50K"]}, paths)
+    with pytest.raises(ValueError, match="backend must be"):
+        VerticalFederatedData(domain, GROUPS, paths, backend="threads")
+    with pytest.raises(ValueError, match="n_rows must be a positive integer"):
+        VerticalFederatedData(domain, GROUPS, paths, n_rows=0)
+    data = VerticalFederatedData(domain, GROUPS, paths)
+    with pytest.raises(ValueError, match="need secure_computation='cryptographic'"):
+        VerticalMRFSynthesizer(1.0).fit(data)
+    with pytest.raises(ValueError, match="carries its parties' columns"):
+        VerticalMRFSynthesizer(1.0, secure_computation="cryptographic").fit(data, party_columns=2)
+    with pytest.raises(ValueError, match="domain is the one it carries"):
+        VerticalMRFSynthesizer(1.0, domain=domain.to_dict(), secure_computation="cryptographic").fit(data)
+    with pytest.raises(TypeError, match="not a VerticalFederatedData"):
+        HybridSynthesizer(1.0, secure_computation="cryptographic").fit(data)
+    hybrid = FederatedData(domain, HybridPartition.vertical(len(X), list(GROUPS.values())),
+                           {f"party0.{j}": p for j, p in enumerate(paths.values())})
+    with pytest.raises(TypeError, match="through a VerticalFederatedData"):
+        VerticalMRFSynthesizer(1.0, secure_computation="cryptographic").fit(hybrid)
+
+
+def test_the_party_parameters_are_the_estimators_defaults():
+    defaults = VerticalMRFSynthesizer().get_params()
+    assert PARTY_DEFAULTS == {key: defaults[key] for key in PARTY_DEFAULTS}
+
+
+# --------------------------------------------------------------------------- the CLI roles over files
+def _run_cli_job(tmp_path, paths, job_path, seed="0", noise="curator"):
+    """Curator and parties in turns until the curator is done; the curator's statuses."""
+    from skdpsynth.cli import WAITING, main
+
+    exchange = tmp_path / "exchange"
+    curator = ["curator", "--job", str(job_path), "--exchange", str(exchange), "--state", str(tmp_path / "curator"),
+               "--seed", seed, "--no-wait", "-q", "-o", str(tmp_path / "synthetic.csv"), "--rows", "100"]
+    statuses = []
+    while (status := main(curator)) == WAITING:      # the curator stops at every missing reply
+        statuses.append(status)
+        assert len(statuses) < 10
+        for name, path in paths.items():
+            assert main(["party", "--job", str(job_path), "--name", name, "--data", path, "--exchange",
+                         str(exchange), "--state", str(tmp_path / name), "--noise", noise, "-q"]) == 0
+    return statuses + [status], exchange
+
+
+def test_cli_party_and_curator_roles_run_a_vertical_job_that_matches_the_in_process_fit(vertical_job, tmp_path):
+    import json
+
+    from skdpsynth.federated.files import CuratorState, FileVerticalFederatedData, read_job, write_job
+
+    X, domain, paths = vertical_job
+    write_job(tmp_path / "job.json", domain=domain, partition=GROUPS, epsilon=1.0, delta=1e-6, parameters=SETTINGS,
+              method="vertical")
+    job = read_job(tmp_path / "job.json")
+    assert job["method"] == "vertical" and job["n_rows"] is None and "rows" not in json.dumps(job["parties"])
+    with pytest.warns(PrivacyLeakWarning, match="curator's seed"):   # parties with --noise curator
+        statuses, exchange = _run_cli_job(tmp_path, paths, tmp_path / "job.json")
+    assert statuses == [3, 3, 3, 0]           # setup, the leader's sealed secret, the messages; then the fit
+    synthetic = pd.read_csv(tmp_path / "synthetic.csv")
+    assert list(synthetic.columns) == COLUMNS and len(synthetic) == 100
+    # The leader's secret left its state with its message.
+    assert json.loads((tmp_path / min(GROUPS) / "party-state.json").read_text())["server"]["secret"] is None
+    # The curator, replayed once more from the files, is the in-process fit for the same seed.
+    data = FileVerticalFederatedData(read_job(tmp_path / "job.json"), exchange, CuratorState(tmp_path / "curator"))
+    model, _ = _fit_remote(data, random_state=0)
+    _assert_same_fit(_fit_in_process(X, domain), model)
+    assert model.runtime_["backend"] == "files"
+    # Only bytes crossed: requests, key packets and the parties' messages.
+    for path in exchange.iterdir():
+        if path.name == "done":
+            continue
+        data = path.read_bytes()
+        if path.name.endswith(".request"):
+            assert unpack(data, kinds=("Request",), sender=CURATOR).fields["op"]
+        else:
+            name = path.name.split(".", 1)[1].rsplit(".", 1)[0]
+            try:
+                assert unpack(data, kinds=PACKET_KINDS, sender=name)
+            except MessageError:
+                assert VerticalMessage.from_bytes(data, sender=name).party == name
+
+
+def test_cli_party_refuses_a_vertical_setup_that_differs_from_its_job(vertical_job, tmp_path, capsys):
+    from skdpsynth.cli import WAITING, main
+    from skdpsynth.federated.files import write_job
+
+    X, domain, paths = vertical_job
+    write_job(tmp_path / "job.json", domain=domain, partition=GROUPS, epsilon=1.0, delta=1e-6, parameters=SETTINGS,
+              method="vertical")
+    write_job(tmp_path / "small.json", domain=domain, partition=GROUPS, epsilon=0.5, delta=1e-6,
+              parameters=SETTINGS, method="vertical")
+    exchange = tmp_path / "exchange"
+    assert main(["curator", "--job", str(tmp_path / "job.json"), "--exchange", str(exchange), "--state",
+                 str(tmp_path / "curator"), "--no-wait", "-q"]) == WAITING
+    name = "insurer"
+    assert main(["party", "--job", str(tmp_path / "small.json"), "--name", name, "--data", paths[name],
+                 "--exchange", str(exchange), "--state", str(tmp_path / name), "-q"]) == 2
+    assert "budget (epsilon, delta) differs from the job of party 'insurer'" in capsys.readouterr().err
+    assert not list(exchange.glob(f"*.{name}.reply"))
+
+
+def test_message_arrays_have_the_shapes_of_the_public_job_whatever_the_record_count():
+    """A party's reply does not carry its row count in its arrays' sizes (FM encoder): the sketches are t × Σ binned
+    sizes, the value distributions the binned columns' sizes, the potentials the sizes of the (DP-chosen) cliques."""
+    import io
+
+    shapes = []
+    for n in (400, 900):
+        servers, keys = _set_up(codes=_codes(n=n))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reply = _encode(servers, keys, _share(servers, keys))["p1"]
+        with np.load(io.BytesIO(reply), allow_pickle=False) as archive:
+            header = VerticalMessage.from_bytes(reply, config=JOB.config(), sender="p1")
+            arrays = {k: archive[k].shape for k in archive.files if k != "header"}
+        potentials = [DOMAIN.shape_of(c) for c in header.local_potentials]
+        assert [arrays[f"potential_{i}"] for i in range(len(potentials))] == potentials
+        shapes.append({k: v for k, v in arrays.items() if not k.startswith("potential_")})
+    assert shapes[0] == shapes[1] == {"sketches": (16, 4 + 4), "value_distribution_0": (6,)}
