@@ -37,6 +37,8 @@ from stored_state import (MechanismInputs, NoiseStreams, find_inputs, find_margi
 
 from skdpsynth import (AIMSynthesizer, HybridSynthesizer, MSTSynthesizer, PartitionSynthesizer, SynthesisPipeline,
                        TrainOnSynthetic, VerticalMRFSynthesizer, ViewSynthesizer)
+from skdpsynth.federated import VerticalFederatedData
+from skdpsynth.federated.runtime import PartyHost
 from skdpsynth.preprocessing import TableDiscretizer
 
 N_ROWS = 1237
@@ -95,6 +97,16 @@ def _fit_vertical(X, age, seed):  # city (14 values) is binned by DP: the model 
                                   random_state=seed).fit(X)
 
 
+def _fit_vertical_runtime(X, age, seed):  # the same parties behind the runtime, each encoding its own columns
+    codes = pd.DataFrame(_codes(X), columns=list(DOMAIN))
+    groups = {"party0": ["city", "a"], "party1": ["b", "c"]}
+    sizes = {c: (len(v) if isinstance(v, list) else v) for c, v in DOMAIN.items()}
+    data = VerticalFederatedData(sizes, groups, {name: PartyHost(codes[cols]) for name, cols in groups.items()})
+    return VerticalMRFSynthesizer(1.0, 1e-6, n_sketches=64, md_iters=50, secure_computation="cryptographic",
+                                  local_mrf_params={"max_iters": 50, "final_iters": 50, "rounds": 4},
+                                  random_state=seed).fit(data)
+
+
 def _fit_view(X, age, seed):
     return ViewSynthesizer(1.0, domain=DOMAIN, view_size=2, n_search=20, random_state=seed).fit(X)
 
@@ -118,6 +130,7 @@ def _fit_train_on_synthetic(X, age, seed):
 
 
 FITS = {"mst": _fit_mst, "aim": _fit_aim, "hybrid": _fit_hybrid, "vertical_mrf": _fit_vertical,
+        "vertical_mrf_runtime": _fit_vertical_runtime,
         "view": _fit_view, "partition": _fit_partition, "pipeline": _fit_pipeline,
         "train_on_synthetic": _fit_train_on_synthetic}
 

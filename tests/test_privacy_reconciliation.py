@@ -26,7 +26,8 @@ import pytest
 from privacy_spies import NoiseSpy, Uncharged, reconcile
 from skdpsynth import (AIMSynthesizer, HybridSynthesizer, MSTSynthesizer, PartitionSynthesizer,
                        VerticalMRFSynthesizer, ViewSynthesizer)
-from skdpsynth.federated import HybridPartition
+from skdpsynth.federated import HybridPartition, VerticalFederatedData
+from skdpsynth.federated.runtime import PartyHost
 from skdpsynth.pipeline import SynthesisPipeline
 from skdpsynth.preprocessing import DPCategoricalEncoder, DPKBinsDiscretizer, TableDiscretizer
 from skdpsynth.privacy import PrivacyLeakWarning, PrivacyLedger, noise_context
@@ -86,6 +87,20 @@ def _vertical(**kw):
                   local_mrf_params={"max_iters": 30, "final_iters": 30, "rounds": 6})
     params.update(kw)
     return VerticalMRFSynthesizer(4.0, 1e-6, **params)
+
+
+class _VerticalOverTheRuntime:
+    """VertiMRF whose parties answer behind the runtime (the local backend, so that the spies see their draws): the
+    same mechanisms as in process, reached through VerticalPartyServer's encode."""
+
+    def __init__(self, **kw):
+        self.kw = kw
+
+    def fit(self, X):
+        groups = {"party0": ["a", "b"], "party1": ["c", "d"]}
+        hosts = {name: PartyHost(X[cols]) for name, cols in groups.items()}
+        return _vertical(party_columns=None, domain=None, secure_computation="cryptographic", **self.kw).fit(
+            VerticalFederatedData(VERTICAL_DOMAIN, groups, hosts))
 
 
 def _partition(**kw):
@@ -155,6 +170,9 @@ OPTIONS = {
     "VerticalMRF-n_bins=None": (lambda: _vertical(n_bins=None), (), None),
     "VerticalMRF-secure_computation=cryptographic": (lambda: _vertical(secure_computation="cryptographic"), (),
                                                      None),
+    "VerticalMRF-over-the-runtime": (_VerticalOverTheRuntime, (), None),
+    "VerticalMRF-over-the-runtime-local_mrf=mst": (
+        lambda: _VerticalOverTheRuntime(local_mrf="mst", local_mrf_params={"max_iters": 30}), (), None),
 }
 
 

@@ -161,6 +161,9 @@ _SELECTION = "tests/test_privacy_selection.py"
 _RECONCILIATION = "tests/test_privacy_reconciliation.py"
 _POSTPROCESSING = "tests/test_privacy_postprocessing.py"
 _COMPONENT_AUDITS = "tests/test_privacy_audit_components.py"
+# VertiMRF's parties behind the federated runtime (VerticalPartyServer): the mutants of party.py reach them too.
+_VERTICAL_RUNTIME = _RECONCILIATION + "::test_every_privacy_option_reconciles[VerticalMRF-over-the-runtime]"
+_VERTICAL_RUNTIME_MST = _VERTICAL_RUNTIME.replace("runtime]", "runtime-local_mrf=mst]")
 
 # A mutant marked "expected-pending" names the test file where its check belongs, no test of which catches it
 # yet: it stays NOT CAUGHT (and the script's exit status non-zero) until one does.
@@ -375,12 +378,13 @@ CATALOGUE: tuple[Mutant, ...] = (
             "skdpsynth/synthesizers/vertical_mrf/binning.py",
             "    noisy = laplace_mechanism(counts, epsilon=epsilon, sensitivity=1.0, random_state=random_state,\n",
             "    noisy = laplace_mechanism(counts, epsilon=epsilon, sensitivity=0.5, random_state=random_state,\n",
-            [_RECONCILIATION + "::test_every_draw_of_a_synthesizer_is_charged_once"]),
+            [_VERTICAL_RUNTIME, _RECONCILIATION + "::test_every_draw_of_a_synthesizer_is_charged_once"]),
     _mutant("vertimrf_exact_record_count", "VerticalMRFSynthesizer",
             "the leader's released record count is the exact one (its Laplace draw is charged and dropped)",
             _VERTICAL, "            n_hat = float(max(1.0, round(float(noisy[0]))))\n",
             "            n_hat = float(len(codes))\n",
-            [_POSTPROCESSING + "::test_the_record_count_is_stored_nowhere"]),
+            [_POSTPROCESSING + "::test_the_record_count_is_stored_nowhere[vertical_mrf_runtime]",
+             _POSTPROCESSING + "::test_the_record_count_is_stored_nowhere"]),
     _mutant("vertimrf_record_count_drawn_twice", "VerticalMRFSynthesizer",
             "the record count is drawn twice and averaged, charged once",
             _VERTICAL, "            noisy = laplace_mechanism(np.array([len(codes)]), epsilon=budget.epsilon_count,\n"
@@ -392,7 +396,7 @@ CATALOGUE: tuple[Mutant, ...] = (
             "                                      description=\"record count n̂\", party=self.name)\n"
             "            noisy = (noisy + laplace_mechanism(np.array([len(codes)]), epsilon=budget.epsilon_count,\n"
             "                                               random_state=rng_count)) / 2\n",
-            [_RECONCILIATION + "::test_every_draw_of_a_synthesizer_is_charged_once"]),
+            [_VERTICAL_RUNTIME, _RECONCILIATION + "::test_every_draw_of_a_synthesizer_is_charged_once"]),
     _mutant("vertimrf_mst_local_domain_from_the_data", "VerticalMRFSynthesizer",
             "local_mrf='mst' (not the default) gives the local model the party's largest codes as its domain",
             _VERTICAL, "            learner = MSTSynthesizer(eps0, delta0, domain=local_domain.to_dict(), "
@@ -400,7 +404,7 @@ CATALOGUE: tuple[Mutant, ...] = (
             "            learner = MSTSynthesizer(eps0, delta0, domain={c: int(codes[:, j].max()) + 1 for j, c in\n"
             "                                                           enumerate(self.columns)}, "
             "random_state=random_state,\n",
-            [_RECONCILIATION + "::test_every_privacy_option_reconciles"]),
+            [_VERTICAL_RUNTIME_MST, _RECONCILIATION + "::test_every_privacy_option_reconciles"]),
     _mutant("dpview_laplace_sensitivity_half", "ViewSynthesizer",
             "the views' Laplace counts with sensitivity 0.5 (half the noise for the epsilon charged)",
             _VIEW, "        noisy.append(laplace_mechanism(marginal(codes, domain, names), epsilon=float(eps), "

@@ -415,6 +415,28 @@ class FileVerticalFederatedData(VerticalFederatedData):
         Its session id is kept, so that a replayed run sends the same setup.
     timeout : float or None
         See :class:`FileBackend`.
+
+    Examples
+    --------
+    The curator's first run writes the setup requests and stops; ``skdpsynth party`` answers them, and so on
+    (``doc/federated.md``, "VertiMRF's parties over the runtime"):
+
+    >>> import os, tempfile
+    >>> from skdpsynth.federated.files import (CuratorState, FileVerticalFederatedData, WaitingForParties,
+    ...                                        read_job, write_job)
+    >>> from skdpsynth.synthesizers import VerticalMRFSynthesizer
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = write_job(os.path.join(tmp, "job.json"), domain={"a": 2, "b": 3}, partition={"p0": ["a"], "p1": ["b"]},
+    ...                   epsilon=1.0, delta=1e-6, method="vertical")
+    ...     job = read_job(os.path.join(tmp, "job.json"))
+    ...     data = FileVerticalFederatedData(job, os.path.join(tmp, "exchange"), CuratorState(os.path.join(tmp, "c")))
+    ...     try:
+    ...         VerticalMRFSynthesizer(1.0, 1e-6, secure_computation="cryptographic").fit(data)
+    ...     except WaitingForParties as waiting:
+    ...         print(waiting)
+    ...     print(sorted(os.listdir(os.path.join(tmp, "exchange"))))
+    waiting for p0, p1 to answer round 0
+    ['round-0000.p0.request', 'round-0000.p1.request']
     """
 
     def __init__(self, job: dict, exchange, state: CuratorState, *, timeout: float | None = None):

@@ -811,6 +811,17 @@ def open_group_secret(party: SecureAggregationParty, leader_name: str, leader_pu
 
     Raises :class:`SecureAggregationError` if the box does not authenticate
     (another key, purpose or receiver, or tampered bytes).
+
+    Examples
+    --------
+    >>> a, b, c = (SecureAggregationParty(n, b"s") for n in "abc")
+    >>> boxes = seal_group_secret(a, {"b": b.public_key, "c": c.public_key}, b"k" * 32, purpose="sketch")
+    >>> open_group_secret(c, "a", a.public_key, *boxes["c"], purpose="sketch") == b"k" * 32
+    True
+    >>> open_group_secret(c, "a", a.public_key, *boxes["b"], purpose="sketch")   # b's box is not c's
+    Traceback (most recent call last):
+    ...
+    skdpsynth.federated.secure_aggregation.SecureAggregationError: sealed data do not authenticate ...
     """
     purpose = _as_bytes(purpose, "purpose")
     key = party.pairwise_key(leader_name, leader_public_key, purpose=purpose)

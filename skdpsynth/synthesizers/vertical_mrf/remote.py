@@ -1,4 +1,4 @@
-"""VertiMRF's parties over the federated runtime: each party encodes where its data live; the server runs on the curator.
+"""VertiMRF's parties over the federated runtime: each party encodes where its data live, the server on the curator.
 
 VertiMRF is one-shot (KDD'24 Algorithm 1, lines 1–2): every party sends one
 :class:`~.message.VerticalMessage`, then the server works on the messages
@@ -556,6 +556,27 @@ def run_parties(data, job: VerticalJob, rng) -> tuple[list, dict, dict]:
         ``{party: "private" or "curator"}`` as each party declared at setup.
     traffic : dict
         ``backend``, ``n_parties``, ``requests``, ``bytes_sent``, ``bytes_received``.
+
+    Examples
+    --------
+    >>> import numpy as np, warnings
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.federated import VerticalFederatedData
+    >>> from skdpsynth.synthesizers.vertical_mrf.message import VerticalMessage
+    >>> from skdpsynth.synthesizers.vertical_mrf.remote import VerticalJob, run_parties
+    >>> rng = np.random.default_rng(0)
+    >>> dom = Domain(["a", "b"], [2, 3])
+    >>> job = VerticalJob(dom, (("p0", ("a",)), ("p1", ("b",))), 2.0, 1e-6,
+    ...                   {"n_sketches": 20, "local_mrf_params": {"max_iters": 20, "final_iters": 20}})
+    >>> data = VerticalFederatedData(dom, {"p0": ["a"], "p1": ["b"]},
+    ...                              {"p0": rng.integers(0, 2, (500, 1)), "p1": rng.integers(0, 3, (500, 1))})
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")        # the local learners' fixed-seed warnings
+    ...     wire, modes, traffic = run_parties(data, job, np.random.default_rng(1))
+    >>> [VerticalMessage.from_bytes(b, config=job.config(), sender=n).party for n, b in zip(job.names, wire)]
+    ['p0', 'p1']
+    >>> modes, traffic["requests"]             # setup (2), the leader's sealed secret (1), the messages (2)
+    ({'p0': 'private', 'p1': 'private'}, 5)
     """
     from ...federated.secure_aggregation import SecureAggregationParty  # noqa: F401  (needs `cryptography`)
 
