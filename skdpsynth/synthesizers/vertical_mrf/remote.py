@@ -378,10 +378,11 @@ class VerticalPartyServer:
         handler = {"setup": self._setup, "share_secret": self._share_secret, "encode": self._encode}.get(op)
         if handler is None:
             raise _refuse(f"unknown request operation {op!r} for party {self.name!r}.")
-        unknown = set(packet.fields) - _REQUEST_FIELDS[op]
-        if unknown or set(packet.arrays) - ({"sealed_secret"} if op == "encode" else set()):
-            raise _refuse(f"a {op!r} request to party {self.name!r} carries fields "
-                          f"{sorted(unknown | set(packet.arrays))} that no such request has.")
+        unknown = (set(packet.fields) - _REQUEST_FIELDS[op]) | \
+            (set(packet.arrays) - ({"sealed_secret"} if op == "encode" else set()))
+        if unknown:
+            raise _refuse(f"a {op!r} request to party {self.name!r} carries fields {sorted(unknown)} that no such "
+                          "request has.")
         if op != "setup" and self._secure is None:
             raise _refuse(f"party {self.name!r} got {op!r} before its setup.")
         try:
