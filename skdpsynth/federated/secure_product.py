@@ -49,8 +49,8 @@ Trust model
   ``(C − Z) · 2^f + enc(noise1 + noise2)``, hence ``C + noise`` only.
 * The parties see only uniform words (``E``, ``F``) and their own data.
 * Only **two parties per product**.  A marginal whose attributes are split
-  among three or more parties of one slice (a multi-party one-hot product) is
-  **out of scope**.
+  among three or more parties of one slice uses the chain of
+  :mod:`~skdpsynth.federated.secure_chain`, built on this module's pieces.
 * Fresh randomness per product: ``E`` and ``E'`` built from the same ``A``
   reveal ``V1 − V1'``.  The dealer hands out its seeds once, refuses two equal
   seeds, and finishes once; a party refuses a seed it has already used
