@@ -375,6 +375,7 @@ class Federation:
         if self._specs[s2.party].n_rows != n:
             raise ValueError(f"Parties {s1.party!r} and {s2.party!r} of slice {s1.slice} have different rosters.")
         dealer = secure_product.ProductDealer(n, self.domain.size(s1.attrs), self.domain.size(s2.attrs),
+                                              scale_bits=secure_product.product_scale_bits(n, variances),
                                               seeds=self._dealer_seeds(call, s1.slice))
         for s, peer, triple in zip((s1, s2), (s2, s1), dealer.seeds()):
             key = self._curator.pairwise_key(s.party, self._public_keys[s.party], purpose=DEALER_PURPOSE)

@@ -259,7 +259,8 @@ class Party:
         product, self._product = self._product, None
         noise = _noise_share(variance, self._domain.size(r), rng)
         share = product.share(other_masked, _to_product_layout(noise, self._domain, r, first, second))
-        return self._secure.mask_encoded(share, public_keys, round_id, participants=list(participants))
+        return self._secure.mask_encoded(share, public_keys, round_id, participants=list(participants),
+                                         scale_bits=product.scale_bits)
 
     def chain_open(self, message, attrs: tuple[str, ...], explicit=None, *, ledger=None) -> dict:
         """Secure k-party product, round 0: take the dealer's seed (and explicit share), return what it sends.

@@ -505,21 +505,24 @@ class PartyServer:
 
     def _product_open(self, fields: dict, arrays: dict) -> bytes:
         from . import secure_aggregation
-        from .secure_product import DEFAULT_SCALE_BITS, TripleSeed
+        from .secure_product import DEFAULT_SCALE_BITS, RELAY_SCALE_BITS, TripleSeed
 
         call, peer, t = self._count(fields["call"], "the call number"), fields["peer"], fields["triple"]
         r = self.job.marginal(fields["r"])
         attrs = self.job.check_attrs(r, fields["attrs"])
         role = t["role"]
         first, second, n, d1, d2 = self.job.product_layout(r, role, peer)
-        if (t["n"], t["d1"], t["d2"], t["scale_bits"]) != (n, d1, d2, DEFAULT_SCALE_BITS) or set(t) != \
+        # Either ring is safe for the party (secure_product.product_scale_bits): the release is C + noise either
+        # way; the 32-bit one halves the relay, and its encoding refuses a noise share outside its range.
+        if (t["n"], t["d1"], t["d2"]) != (n, d1, d2) or t["scale_bits"] not in (DEFAULT_SCALE_BITS,
+                                                                                 RELAY_SCALE_BITS) or set(t) != \
                 {"role", "n", "d1", "d2", "scale_bits"}:
             raise MessageError(CURATOR, f"the secure product offered to party {self.name!r} does not have the "
                                         "dimensions its job gives (roster size, the two parties' cells).")
         dealer_key = self.party._secure.pairwise_key(CURATOR, self._curator_key, purpose=DEALER_PURPOSE)
         seed = open_sealed(dealer_key, _unhex(CURATOR, fields["nonce"], "nonce"), arrays["sealed_seed"].tobytes(),
                            f"dealer|{call}|{self.name}".encode(), sender=CURATOR)
-        triple = TripleSeed(role=role, seed=seed, n=n, d1=d1, d2=d2, scale_bits=DEFAULT_SCALE_BITS)
+        triple = TripleSeed(role=role, seed=seed, n=n, d1=d1, d2=d2, scale_bits=int(t["scale_bits"]))
         masked = self.party.product_masked_input(triple, attrs)
         # Kept so that a party restarted between the two steps (file-based protocol) can resume the product,
         # and so that the second step is held to the layout of the first.
@@ -571,7 +574,9 @@ class PartyServer:
         relay_key = self.party._secure.pairwise_key(peer, keys[peer], purpose=RELAY_PURPOSE)
         plain = open_sealed(relay_key, _unhex(CURATOR, fields["nonce"], "nonce"), arrays["ciphertext"].tobytes(),
                             f"relay|{call}|{peer}->{self.name}".encode(), sender=peer)
-        other = np.frombuffer(plain, dtype=np.uint64)
+        from .secure_product import relay_dtype
+
+        other = np.frombuffer(plain, dtype=relay_dtype(int(pending["triple"]["scale_bits"])))
         if other.size != n * d_other:
             raise MessageError(peer, "its sealed product input does not have the product's dimensions.")
         self._resume_product(call)
