@@ -399,3 +399,73 @@ def test_unexpected_failures_reach_the_curator_without_their_text():
         server.handle(request(op="measure", kind="indicators", attrs=["a"], r=["a"], variance=2.0, rho=0.25, call=0))
     assert_clean(str(info.value))
     assert server.last_error is not None
+
+
+# --------------------------------------------------------------------------- the secure k-party product
+CHAIN_PARTITION = HybridPartition.vertical(N, [["a", "zip"], ["b"], ["c"]])
+CHAIN_CODES = {"party0.0": CODES["party0.0"], "party0.1": CODES["party0.1"][:, :1],
+               "party0.2": CODES["party0.1"][:, 1:]}
+# ("a", "b", "c") in chain order: "b" (4 cells) first, then "a" (3) and "c" (2) in slice order.
+CHAIN = {"parties": ["party0.1", "party0.0", "party0.2"], "n": N, "dims": [4, 3, 2], "scale_bits": DEFAULT_SCALE_BITS}
+
+
+def _chain_server(name):
+    curator = SecureAggregationParty(CURATOR, SESSION)
+    job = PartyJob.from_partition(DOMAIN, CHAIN_PARTITION, name)
+    server = SpiedServer(name, CHAIN_CODES[name], noise="curator", job=job)
+    reply = unpack(server.handle(setup_request(job, curator, number=int(name[-1]))), kinds=("PublicKey",))
+    return server, curator, bytes.fromhex(reply.fields["key"])
+
+
+def _chain_open_request(server, curator, key, *, chain=CHAIN, attrs=("c",), r=("a", "b", "c"), share_words=None,
+                        peers=("party0.0", "party0.1")):
+    dealer_key = curator.pairwise_key(server.name, key, purpose=DEALER_PURPOSE)
+    nonce, box = seal(dealer_key, os.urandom(32), f"chain-dealer|0|{server.name}".encode())
+    arrays, extra = {"sealed_seed": box}, {}
+    if share_words is not None:
+        share_nonce, arrays["sealed_share"] = seal(dealer_key, os.urandom(8 * share_words),
+                                                   f"chain-share|0|{server.name}".encode())
+        extra["share_nonce"] = share_nonce.hex()
+    peer_keys = {p: SecureAggregationParty(p, SESSION).public_key.hex() for p in peers}
+    return request(op="chain_open", call=0, r=list(r), attrs=list(attrs), chain=chain, nonce=nonce.hex(),
+                   peer_keys=peer_keys, arrays=arrays, **extra)
+
+
+def test_a_k_party_product_is_opened_only_with_the_layout_the_job_gives():
+    """Position 3 of a 3-party product: another order, shape, share size, marginal or peer set is refused."""
+    honest = dict(share_words=N * 3 * 2)
+    deviations = {
+        "another order": dict(chain={**CHAIN, "parties": ["party0.0", "party0.1", "party0.2"]}, **honest),
+        "other cells": dict(chain={**CHAIN, "dims": [4, 3, 150_000 * 2]}, **honest),
+        "another roster size": dict(chain={**CHAIN, "n": N + 1}, share_words=(N + 1) * 6),
+        "another scale": dict(chain={**CHAIN, "scale_bits": 0}, **honest),
+        "columns it does not hold": dict(attrs=("b", "c"), **honest),
+        "a marginal two parties hold": dict(r=("a", "c"), chain={**CHAIN, "parties": ["party0.0", "party0.2"]},
+                                            **honest),
+        "no explicit share": dict(),
+        "an explicit share of another size": dict(share_words=N * 3 * 2 + 1),
+        "a peer missing": dict(peers=("party0.1",), **honest),
+    }
+    for what, change in deviations.items():
+        server, curator, key = _chain_server("party0.2")
+        assert answer_or_refusal(server, _chain_open_request(server, curator, key, **change)) is None, what
+        assert server.spent_rho == 0.0 and server.pending_chain is None, what
+    server, curator, key = _chain_server("party0.2")
+    reply = unpack(server.handle(_chain_open_request(server, curator, key, **honest)), kinds=("ChainBoxes",))
+    # Its E_3 sealed for the holder of step 3 (position 2), nothing for the curator to read, nothing spent.
+    assert [b["to"] for b in reply.fields["boxes"]] == ["party0.0"] and server.spent_rho == 0.0
+    other, curator1, key1 = _chain_server("party0.0")            # position 2 takes no explicit share
+    assert answer_or_refusal(other, _chain_open_request(other, curator1, key1, attrs=("a",), peers=(
+        "party0.1", "party0.2"), share_words=N * 6)) is None
+
+
+def test_a_k_party_step_is_refused_unless_it_continues_the_opened_product():
+    server, curator, key = _chain_server("party0.2")
+    step = dict(op="chain_step", call=0, r=["a", "b", "c"], round=1, variance=2.0, round_id=0,
+                participants=CHAIN["parties"], public_keys={}, boxes=[])
+    assert answer_or_refusal(server, request(**step)) is None                  # nothing opened
+    server.handle(_chain_open_request(server, curator, key, share_words=N * 6))
+    for change in (dict(round=0), dict(round=2), dict(call=1), dict(r=["a", "b", "c", "zip"]),
+                   dict(boxes=[{"from": "party0.2", "nonce": "00" * 12}])):
+        assert answer_or_refusal(server, request(**{**step, **change})) is None, change
+    assert server.spent_rho == 0.0

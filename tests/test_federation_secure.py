@@ -106,17 +106,21 @@ def test_invalid_secure_computation(data):
         Federation.from_codes(codes, dom, part, secure_computation="homomorphic")
 
 
-def test_three_parties_in_a_slice_not_implemented(data):
+@pytest.mark.parametrize("column_groups", [[["a"], ["b"], ["c", "d"]], [["d"], ["c"], ["b"], ["a"]]])
+def test_three_or_more_parties_in_a_slice_run_the_k_party_product(data, column_groups):
+    """Marginals split among 3 and 4 parties of a slice: exactly the simulated mode's counts, variances and ledger."""
     dom, codes = data
-    part = HybridPartition.grid(len(codes), COLUMNS, n_slices=2, column_groups=[["a"], ["b"], ["c", "d"]],
-                                random_state=0)
-    fed = Federation.from_codes(codes, dom, part, secure_computation="cryptographic")
-    with pytest.raises(NotImplementedError, match="two parties"):
-        fed.measure(("a", "b", "c"), 1.0)
-    assert fed.replies == []
-    # marginals over at most two of the three parties still work, and agree with the simulation
-    sim = Federation.from_codes(codes, dom, part)
-    _check_agree(sim, fed, dom, [("a", "b"), ("b", "d"), ("c", "d"), ("a",)])
+    part = HybridPartition.grid(len(codes), COLUMNS, n_slices=2, column_groups=column_groups, random_state=0)
+    sim, cry = _both(codes, dom, part)
+    marginals = [("a", "b", "c"), ("a", "b", "c", "d"), ("b", "c", "d"), ("a", "b"), ("c", "d"), ("a",)]
+    for attrs in marginals:
+        rs, rc = sim.measure(attrs, 0.5), cry.measure(attrs, 0.5)
+        # Integer counts and integer noise shares: the ring holds them exactly, so the releases are identical.
+        assert np.array_equal(combine(rc, dom)[0], combine(rs, dom)[0]), attrs
+        assert rc.party_rhos() == rs.party_rhos() and [p.variance for p in rc.parts] == [p.variance for p in rs.parts]
+    tiny = Federation.from_codes(codes, dom, part, seed=0, secure_computation="cryptographic")
+    values, _ = combine(tiny.measure(("a", "b", "c", "d"), 1e9), dom)     # noise sd ~ 1e-4: rounds to the count
+    assert np.round(values).astype(int).tolist() == _exact(codes, dom, ("a", "b", "c", "d")).tolist()
 
 
 def test_curator_never_receives_per_record_indices(data, monkeypatch):
@@ -170,3 +174,34 @@ def test_hybrid_synthesizer_cryptographic_fit_matches_the_simulated_one():
         np.testing.assert_allclose(p_cry, p_sim, rtol=0, atol=1e-6)
     with pytest.raises(ValueError, match="secure_computation must be 'simulated' or 'cryptographic'"):
         HybridSynthesizer(domain=domain, secure_computation="yes").fit(X)
+
+
+def test_hybrid_synthesizer_three_column_groups_cryptographic_equals_simulated():
+    """K = 2, S = 3 with a 3-way workload: the k-party product gives the simulated fit exactly, ledger included."""
+    from skdpsynth import HybridSynthesizer
+    from skdpsynth.datasets import load_adult
+
+    adult = load_adult(discretized=True)
+    columns = ["age", "workclass", "education-num", "sex", "race", "income>50K"]
+    X = adult.frame[columns].iloc[:1500]
+    domain = adult.domain.project(columns).to_dict()
+    partition = HybridPartition.grid(len(X), columns, n_slices=2, column_groups=[columns[:2], columns[2:4],
+                                                                                 columns[4:]], random_state=0)
+    fits = {}
+    for mode in ("simulated", "cryptographic"):
+        with pytest.warns(ReproducibleNoiseWarning):
+            fits[mode] = HybridSynthesizer(1.0, domain=domain, workload=3, max_rounds=9, max_iters=50,
+                                           final_iters=50, secure_computation=mode, random_state=0).fit(
+                X, partition=partition)
+    simulated, cryptographic = fits["simulated"], fits["cryptographic"]
+    three_way = [m.clique for m in simulated.measurements_
+                 if len({g for g, cols in enumerate([columns[:2], columns[2:4], columns[4:]])
+                         for a in m.clique if a in cols}) == 3]
+    assert three_way                                   # the k-party product did run
+    assert cryptographic.selected_ == simulated.selected_
+    for a, b in zip(simulated.measurements_, cryptographic.measurements_):
+        assert a.clique == b.clique and a.sigma == b.sigma
+        np.testing.assert_array_equal(b.values, a.values)    # integers in an exact ring: bit for bit
+    assert list(cryptographic.privacy_ledger_) == list(simulated.privacy_ledger_)
+    for clique in simulated.selected_:
+        np.testing.assert_array_equal(cryptographic.model_.project(clique), simulated.model_.project(clique))

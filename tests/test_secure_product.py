@@ -266,3 +266,29 @@ def test_matmul_t_mod64_equals_the_wrapping_integer_product(n, p, q):
     a[: min(n, 5)] = np.uint64(2**64 - 1)          # all-ones limbs: the largest partial sums
     b[: min(n, 5)] = np.uint64(2**64 - 1)
     np.testing.assert_array_equal(matmul_t_mod64(a, b), a.T @ b)
+
+
+def test_the_32_bit_relay_gives_the_same_exact_count_plus_integer_noise():
+    """scale_bits=32: E and F travel as uint32 (half the bytes), and count + integer noise is still exact."""
+    from skdpsynth.federated.secure_product import product_scale_bits, relay_dtype
+
+    c1, c2 = _data(3000, 7, 5, seed=11)
+    rng = np.random.default_rng(12)
+    noise1, noise2 = rng.integers(-10**6, 10**6, (7, 5)), rng.integers(-10**6, 10**6, (7, 5))
+    wide = secure_product(c1, 7, c2, 5, noise1=noise1, noise2=noise2, dealer_seeds=_seeds("r64"), ledger=set())
+    half = secure_product(c1, 7, c2, 5, noise1=noise1, noise2=noise2, scale_bits=32, dealer_seeds=_seeds("r32"),
+                          ledger=set())
+    want = _exact(c1, c2, 7, 5) + noise1 + noise2
+    np.testing.assert_array_equal(wide.noisy_counts, want)
+    np.testing.assert_array_equal(half.noisy_counts, want)
+    assert half.received_by_party1.dtype == np.uint32 and half.received_by_party2.dtype == np.uint32
+    assert half.received_by_party2.nbytes * 2 == wide.received_by_party2.nbytes
+    # Uniform to its receiver: the top byte of E's 32-bit words (3000 x 7 of them) passes the chi-square test.
+    assert _chi2_top_byte(half.received_by_party2.astype(np.uint64) << np.uint64(32)) < CRITICAL
+    # The ring is a function of public quantities: n and the noise shares' variances.
+    assert product_scale_bits(3000, [4.0, 9.0]) == 32 and relay_dtype(32) == np.uint32
+    assert product_scale_bits(2**31 // 3 + 1, [1.0, 1.0]) == F               # counts would not fit
+    assert product_scale_bits(3000, [(2**31 / 3 / 12) ** 2, 1.0]) == F         # 12 sigma of a share would not fit
+    p1 = ProductParty(ProductDealer(4, 3, 2, scale_bits=32).seeds()[0], [0, 1, 1, 2], ledger=set())
+    with pytest.raises(SecureProductError, match="must be uint32"):
+        p1.share(np.zeros((4, 2), dtype=np.uint64))

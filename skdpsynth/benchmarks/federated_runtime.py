@@ -2,14 +2,18 @@
 
     python -m skdpsynth.benchmarks.federated_runtime
     python -m skdpsynth.benchmarks.federated_runtime --epsilon 1 --seed 0 --rows 10000 --backends processes dask
+    python -m skdpsynth.benchmarks.federated_runtime --vertical 3 --workload 3 --backends simulated processes
 
-UCI Adult (bundled, discretized, all 14 columns) is split on a K = S = 2 grid
-(``HybridPartition.grid(..., n_slices=2, n_vertical=2, random_state=0)``), and
+UCI Adult (bundled, discretized, all 14 columns) is split on a K = 2 by S grid
+(``HybridPartition.grid(..., n_slices=2, n_vertical=S, random_state=0)``, S = 2
+by default, ``--vertical``), and
 every party's records are written to a CSV file of its own (in a temporary
 folder).  ``HybridSynthesizer`` is then fitted at the given ε and seed by:
 
 * ``in-process simulated``: ``fit(X, partition=...)`` with the default
-  ``secure_computation="simulated"`` (no serialisation);
+  ``secure_computation="simulated"`` (no serialisation); when it runs, the
+  script also checks that the in-process cryptographic fit equals it (same
+  marginals, bit-identical measurements, equal privacy ledgers);
 * ``in-process cryptographic``: the same with
   ``secure_computation="cryptographic"``: the same protocol as the remote runs,
   the table in memory; the reference of the overhead ratio;
@@ -20,6 +24,11 @@ folder).  ``HybridSynthesizer`` is then fitted at the given ε and seed by:
   party, each party pinned to its worker by name.  The cluster start is timed
   and reported apart; the fit time excludes it (a user brings a running
   cluster).
+
+``--workload`` is HybridSynthesizer's ``workload`` (2: all pairs, 3: all
+triples); with S = 3 a triple can span the three column groups, which the
+cryptographic mode measures with the secure k-party product
+(:mod:`~skdpsynth.federated.secure_chain`).
 
 Each fit is timed end to end around ``.fit(...)`` with ``time.perf_counter``.
 The table gives the fit time, its ratio to the in-process cryptographic fit,
@@ -166,7 +175,8 @@ def _fit_remote(args, domain, partition, hosts, backend):
     from ..federated import FederatedData
     from ..synthesizers import HybridSynthesizer
 
-    model = HybridSynthesizer(args.epsilon, secure_computation="cryptographic", random_state=args.seed)
+    model = HybridSynthesizer(args.epsilon, secure_computation="cryptographic", random_state=args.seed,
+                              workload=args.workload)
     with _ChildPeaks() as parties:
         fitted = _timed_fit(model, FederatedData(domain, partition, hosts, backend=backend))
     return (*fitted, parties.mb)
@@ -218,6 +228,8 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0, help="random_state of every fit")
     ap.add_argument("--rows", type=int, default=None, help="first N records of Adult (default: all)")
+    ap.add_argument("--vertical", type=int, default=2, help="S, the number of column groups (default 2)")
+    ap.add_argument("--workload", type=int, default=2, help="HybridSynthesizer's workload (default 2)")
     ap.add_argument("--backends", nargs="+", choices=RUNS, default=list(RUNS),
                     help="runs to do; the in-process cryptographic run (the reference) is always done")
     args = ap.parse_args(argv)
@@ -228,9 +240,10 @@ def main(argv=None) -> list[dict]:
     from ..synthesizers import HybridSynthesizer
 
     X, domain = _load(args.rows)
-    partition = HybridPartition.grid(len(X), list(X.columns), n_slices=2, n_vertical=2, random_state=0)
-    print(f"Adult: {len(X):,} rows x {X.shape[1]} columns, K = S = 2 ({partition.n_parties} parties), "
-          f"epsilon = {args.epsilon:g}, seed = {args.seed}; CPUs: {os.cpu_count()}")
+    partition = HybridPartition.grid(len(X), list(X.columns), n_slices=2, n_vertical=args.vertical, random_state=0)
+    print(f"Adult: {len(X):,} rows x {X.shape[1]} columns, K = 2, S = {args.vertical} ({partition.n_parties} "
+          f"parties), workload = {args.workload}, epsilon = {args.epsilon:g}, seed = {args.seed}; "
+          f"CPUs: {os.cpu_count()}")
 
     rows, models, cluster_start = [], {}, None
     with tempfile.TemporaryDirectory() as folder:
@@ -239,7 +252,7 @@ def main(argv=None) -> list[dict]:
         for run in runs:
             if run in ("simulated", "cryptographic"):
                 model = HybridSynthesizer(args.epsilon, domain=domain.to_dict(), random_state=args.seed,
-                                          secure_computation=run)
+                                          secure_computation=run, workload=args.workload)
                 fitted = (*_timed_fit(model, X, partition=partition), None)
             elif run == "processes":
                 fitted = _fit_remote(args, domain, partition, hosts, "processes")
@@ -281,8 +294,14 @@ def main(argv=None) -> list[dict]:
     print("peak MB: this process's peak resident memory during the fit (what it already held included"
           + ("" if all(row["peak_rss_of_fit"] for row in rows) else "; * = its ru_maxrss so far instead")
           + "); party MB: largest lifetime peak (VmHWM) of a party process")
+    if "simulated" in models:
+        same = (_same_fit(models["cryptographic"], models["simulated"])
+                and list(models["cryptographic"].privacy_ledger_) == list(models["simulated"].privacy_ledger_))
+        print(f"in-process cryptographic fit identical to the simulated one (marginals, measurements, ledger): "
+              f"{'yes' if same else 'no'}")
     if cluster_start is not None:
-        print(f"dask LocalCluster start (4 worker processes, not in the fit time): {cluster_start:.1f} s")
+        print(f"dask LocalCluster start ({partition.n_parties} worker processes, not in the fit time): "
+              f"{cluster_start:.1f} s")
     overhead = {row["run"]: row["ratio"] for row in rows if row["run"] in ("processes", "dask")}
     if overhead:
         parts = ", ".join(f"{name} {ratio:.2f}" for name, ratio in overhead.items())

@@ -36,7 +36,7 @@ from joblib import Parallel, delayed
 from ..domain import Domain
 from .dmm import PROTOCOLS, split_budget
 from .messages import MeasurementReply, SliceCount
-from .parties import SECURE_COMPUTATIONS, Party, _crypto_modules, _from_product_layout
+from .parties import SECURE_COMPUTATIONS, Party, _crypto_modules, _from_chain_layout, _from_product_layout
 from .party_job import PartyJob
 from .partition import HybridPartition
 from .runtime import (CURATOR, DEALER_PURPOSE, DaskBackend, LocalBackend, PartyHost, PartyServer, ProcessBackend,
@@ -88,8 +88,9 @@ class Federation:
           their sum, i.e. only the noisy slice count (exactly: counts and
           noise shares are integers, which the fixed-point encoding holds
           without rounding).  Three or
-          more parties sharing ``r`` in one slice raise
-          :class:`NotImplementedError` (the product covers two parties).
+          more parties sharing ``r`` in one slice run the secure k-party
+          product (:mod:`~skdpsynth.federated.secure_chain`, a chain of
+          dealer-assisted two-party products, ``k`` rounds) the same way.
           Trust model: semi-honest parties; a curator that may deviate in
           its requests (each party derives every layout from its own copy
           of the public job, :mod:`~skdpsynth.federated.party_job`) but does
@@ -312,12 +313,13 @@ class Federation:
         noisy count; a slice where two parties share ``r`` runs the secure
         product (curator as dealer, the parties' masked inputs sealed for
         each other and relayed) and pairwise-masked aggregation of their
-        shares.  Protocol B: every party sends its noisy matrix or marginal.
+        shares; three or more parties run the k-party product
+        (:class:`_ChainRun`).  Protocol B: every party sends its noisy matrix or marginal.
         """
 
         _, secure_product = _crypto_modules()
         slices = [shares for shares in split_budget(self.partition, self.domain, r, rho) if shares]
-        requests, expected, products = {}, {}, []
+        requests, expected, products, chains = {}, {}, [], []
         for shares in slices:
             variances = [1.0 / (2.0 * n_repeats * s.rho) for s in shares]
             if protocol == "secure_sum" and len(shares) == 2:
@@ -325,10 +327,8 @@ class Federation:
                                                     call, requests, secure_product))
                 continue
             if protocol == "secure_sum" and len(shares) > 2:
-                raise NotImplementedError(
-                    f"secure_computation='cryptographic': slice {shares[0].slice} splits the marginal {r} among "
-                    f"{len(shares)} parties {[s.party for s in shares]}; the secure product covers two parties "
-                    "only (use secure_computation='simulated', or a marginal held by at most two parties per slice).")
+                chains.append(_ChainRun(self, r, shares, variances, n_repeats, call, requests))
+                continue
             for s, v in zip(shares, variances):
                 if protocol == "secure_sum":
                     kind, message_kind = "count", "SliceCount"
@@ -346,8 +346,8 @@ class Federation:
             message = from_bytes(replies[name], expected=exp, domain=self.domain).message
             self._check_party_message(name, s, message)
             parts.append(message)
-        if products:
-            parts += self._product_finish(products, r, call, replies)
+        if products or chains:
+            parts += self._secure_rounds(products, chains, r, call, replies)
         return tuple(sorted(parts, key=lambda m: (m.slice, self._number.get(getattr(m, "party", ""), -1))))
 
     def _check_party_message(self, name: str, share, message) -> None:
@@ -375,6 +375,7 @@ class Federation:
         if self._specs[s2.party].n_rows != n:
             raise ValueError(f"Parties {s1.party!r} and {s2.party!r} of slice {s1.slice} have different rosters.")
         dealer = secure_product.ProductDealer(n, self.domain.size(s1.attrs), self.domain.size(s2.attrs),
+                                              scale_bits=secure_product.product_scale_bits(n, variances),
                                               seeds=self._dealer_seeds(call, s1.slice))
         for s, peer, triple in zip((s1, s2), (s2, s1), dealer.seeds()):
             key = self._curator.pairwise_key(s.party, self._public_keys[s.party], purpose=DEALER_PURPOSE)
@@ -386,11 +387,28 @@ class Federation:
                         "scale_bits": triple.scale_bits})
         return shares, variances, dealer, rhos
 
-    def _product_finish(self, products, r: tuple, call: int, opened: dict) -> list:
-        """Secure product, steps 2-4: relay the sealed inputs, collect the masked shares, add them, decode."""
-        from .secure_aggregation import MaskedInput, aggregate_encoded
-
+    def _secure_rounds(self, products, chains, r: tuple, call: int, opened: dict) -> list:
+        """The rounds after the opening: two-party products finish in one, k-party products in ``k − 1``."""
         round_id, self._round = self._round, self._round + 1
+        requests, plan = self._product_share_requests(products, r, call, opened, round_id)
+        for chain in chains:
+            chain.receive(0, opened)
+            requests.update(chain.requests(1, round_id))
+        replies = self.backend.call(requests)
+        parts = self._product_collect(plan, r, replies)
+        t = 1
+        while not all(chain.done for chain in chains):
+            for chain in chains:
+                chain.receive(t, replies)
+            requests = {}
+            for chain in chains:
+                requests.update(chain.requests(t + 1, round_id))
+            replies = self.backend.call(requests) if requests else {}
+            t += 1
+        return parts + [chain.finish() for chain in chains]
+
+    def _product_share_requests(self, products, r: tuple, call: int, opened: dict, round_id: int) -> tuple:
+        """Secure product, steps 2-3: relay the sealed inputs and ask for the masked shares."""
         requests, plan = {}, []
         for (s1, s2), (v1, v2), dealer, rhos in products:
             names = [s1.party, s2.party]
@@ -408,27 +426,29 @@ class Federation:
                     variance=v, round_id=round_id, participants=names, public_keys=keys, peer=peer.party,
                     nonce=packet.fields.get("nonce"), shape=packet.fields.get("shape"))
             plan.append(((s1, s2), (v1, v2), dealer, rhos, names))
-        replies = self.backend.call(requests)
+        return requests, plan
+
+    def _product_collect(self, plan, r: tuple, replies: dict) -> list:
+        """Secure product, step 4: collect the masked shares, add them, decode."""
+        from .secure_aggregation import aggregate_encoded
+
         parts = []
         for (s1, s2), (v1, v2), dealer, rhos, names in plan:
             masked = {}
             d = (self.domain.size(s1.attrs), self.domain.size(s2.attrs))
             for name in names:
                 packet = unpack(replies[name], kinds=("MaskedInput",), sender=name)
-                values, f = packet.arrays.get("values"), packet.fields
-                if values is None or values.dtype != np.uint64 or values.shape != d:
-                    raise MessageError(name, f"its masked share must be a uint64 array of shape {d}.")
-                try:
-                    masked[name] = MaskedInput(party=name, round_id=int(f["round_id"]),
-                                               participants=tuple(f["participants"]),
-                                               transcript=_unhex(name, f["transcript"], "transcript"),
-                                               scale_bits=int(f["scale_bits"]), values=values)
-                except (KeyError, TypeError, ValueError):
-                    raise MessageError(name, "its masked share's fields are malformed.") from None
+                masked[name] = _masked_input(name, packet.fields, packet.arrays.get("values"), d)
             matrix = dealer.finish(aggregate_encoded(masked, expected=names))
             noisy = _from_product_layout(matrix, self.domain, r, s1.attrs, s2.attrs)
             parts.append(SliceCount(s1.slice, r, noisy, float(v1 + v2), rhos))
         return parts
+
+    def _chain_seeds(self, call: int, slice_: int, k: int):
+        if self._dealer_secret is None:
+            return None
+        return tuple(hmac.new(self._dealer_secret, f"chain{p}|{call}|{slice_}".encode(), hashlib.sha256).digest()
+                     for p in range(1, k + 1))
 
     @staticmethod
     def _secure_aggregate(plan, outputs, r, n_cells: int, n_repeats: int) -> tuple:
@@ -443,6 +463,119 @@ class Federation:
             parts.append(SliceCount(i, r, noisy, float(sum(v for _, v, _ in members)),
                                     {s.party: n_repeats * s.rho for s, _, _ in members}))
         return tuple(parts)
+
+
+def _masked_input(name: str, fields: dict, values, shape: tuple):
+    """A party's masked secure-aggregation share from a reply packet (checked: uint64 of ``shape``)."""
+    from .secure_aggregation import MaskedInput
+
+    if values is None or values.dtype != np.uint64 or values.shape != shape:
+        raise MessageError(name, f"its masked share must be a uint64 array of shape {shape}.")
+    try:
+        return MaskedInput(party=name, round_id=int(fields["round_id"]), participants=tuple(fields["participants"]),
+                           transcript=_unhex(name, fields["transcript"], "transcript"),
+                           scale_bits=int(fields["scale_bits"]), values=values)
+    except (KeyError, TypeError, ValueError):
+        raise MessageError(name, "its masked share's fields are malformed.") from None
+
+
+class _ChainRun:
+    """The curator's side of one k-party secure product (:mod:`~skdpsynth.federated.secure_chain`).
+
+    Dealer (sealed master seeds, sealed explicit triple shares), relay (every
+    party-to-party matrix sealed under the pair's key, delivered to its
+    recipient in the recipient's next active round) and, at the end, the
+    pairwise-masked aggregation of the ``k`` shares, decoded to the slice's
+    noisy count.  The chain order and every layout come from public data
+    (:meth:`PartyJob.chain_layout <skdpsynth.federated.party_job.PartyJob.chain_layout>`
+    on each party's side, the same rule here).
+    """
+
+    def __init__(self, fed: "Federation", r: tuple, shares, variances, n_repeats: int, call: int, requests: dict):
+        from .party_job import chain_order
+        from .secure_aggregation import seal
+        from .secure_chain import ChainDealer
+
+        self.fed, self.r, self.call, self.slice = fed, r, call, shares[0].slice
+        self.variance = float(sum(variances))       # the simulated mode's sum, in the same order
+        self.rhos = {s.party: n_repeats * s.rho for s in shares}
+        ordered = sorted(zip(shares, variances), key=lambda sv: fed._number[sv[0].party])
+        sizes = [fed.domain.size(s.attrs) for s, _ in ordered]
+        ordered = [ordered[i] for i in chain_order(sizes)]
+        self.names = [s.party for s, _ in ordered]
+        self.groups = [tuple(s.attrs) for s, _ in ordered]
+        self.variances = {s.party: v for s, v in ordered}
+        n = fed._specs[self.names[0]].n_rows
+        if any(fed._specs[name].n_rows != n for name in self.names):
+            raise ValueError(f"The parties {self.names} of slice {self.slice} have different rosters.")
+        self.k = len(self.names)
+        dims = [fed.domain.size(g) for g in self.groups]
+        self.dealer = ChainDealer(n, dims, seeds=fed._chain_seeds(call, self.slice, self.k))
+        self.mailbox = {name: [] for name in self.names}
+        self.masked: dict = {}
+        self.done = False
+        chain = {"parties": self.names, "n": n, "dims": dims, "scale_bits": self.dealer.scale_bits}
+        for message, name, attrs in zip(self.dealer.seeds(), self.names, self.groups):
+            key = fed._curator.pairwise_key(name, fed._public_keys[name], purpose=DEALER_PURPOSE)
+            nonce, box = seal(key, message.seed, f"chain-dealer|{call}|{name}".encode())
+            sealed, extra = {"sealed_seed": box}, {}
+            if message.position >= 3:
+                share_nonce, sealed["sealed_share"] = seal(key, self.dealer.explicit_share(message.position).tobytes(),
+                                                           f"chain-share|{call}|{name}".encode())
+                extra["share_nonce"] = share_nonce.hex()
+            requests[name] = fed._request(
+                sealed, op="chain_open", call=call, r=list(r), attrs=list(attrs), chain=chain, nonce=nonce.hex(),
+                peer_keys={p: fed._public_keys[p].hex() for p in self.names if p != name}, **extra)
+
+    def receive(self, t: int, replies: dict) -> None:
+        """Read round ``t``'s replies: sealed matrices into the recipients' mailboxes, masked shares kept."""
+        from .secure_chain import chain_active, chain_sends
+
+        if self.done:
+            return
+        for p, name in enumerate(self.names, start=1):
+            if not chain_active(self.k, p, t):
+                continue
+            packet = unpack(replies[name], kinds=("ChainBoxes",), sender=name)
+            boxes = packet.fields.get("boxes")
+            want = [self.names[q - 1] for q in chain_sends(self.k, p, t)]
+            if not isinstance(boxes, list) or sorted(b.get("to") for b in boxes if isinstance(b, dict)) != \
+                    sorted(want) or set(packet.arrays) - {"values"} != {f"box{i}" for i in range(len(boxes))}:
+                raise MessageError(name, f"its k-party product matrices are not addressed to {want}.")
+            for i, box in enumerate(boxes):
+                self.mailbox[box["to"]].append({"from": name, "nonce": box.get("nonce"),
+                                                "ciphertext": packet.arrays[f"box{i}"].tobytes()})
+            if "share" in packet.fields:
+                shape = (self.fed.domain.size(self.groups[0]), self.fed.domain.size(self.r) //
+                         self.fed.domain.size(self.groups[0]))
+                self.masked[name] = _masked_input(name, packet.fields["share"], packet.arrays.get("values"), shape)
+        self.done = t == self.k - 1
+
+    def requests(self, t: int, round_id: int) -> dict:
+        """Round ``t``'s requests: every active party gets the matrices waiting for it."""
+        from .secure_chain import chain_active
+
+        if self.done or t >= self.k:
+            return {}
+        keys = {name: self.fed._public_keys[name].hex() for name in self.names}
+        out = {}
+        for p, name in enumerate(self.names, start=1):
+            if not chain_active(self.k, p, t):
+                continue
+            boxes, self.mailbox[name] = self.mailbox[name], []
+            out[name] = self.fed._request(
+                {f"box{i}": b["ciphertext"] for i, b in enumerate(boxes)}, op="chain_step", call=self.call,
+                r=list(self.r), round=t, variance=self.variances[name], round_id=round_id, participants=self.names,
+                public_keys=keys, boxes=[{"from": b["from"], "nonce": b["nonce"]} for b in boxes])
+        return out
+
+    def finish(self) -> SliceCount:
+        """Add the ``k`` masked shares, let the dealer add ``Z`` and decode: the slice's noisy count."""
+        from .secure_aggregation import aggregate_encoded
+
+        matrix = self.dealer.finish(aggregate_encoded(self.masked, expected=self.names))
+        noisy = _from_chain_layout(matrix, self.fed.domain, self.r, self.groups)
+        return SliceCount(self.slice, self.r, noisy, self.variance, self.rhos)
 
 
 class ReplayFederation:

@@ -554,8 +554,16 @@ def answer_requests(job: dict, name: str, data, exchange, state_folder, *, noise
         if reply_path.exists():
             continue
         request = request_path.read_bytes()
+        op = unpack(request, kinds=("Request",), sender=CURATOR).fields.get("op")
+        if op in ("chain_open", "chain_step"):
+            # A k-party product's state (its share of the chain, n x cells words) lives in the party's process
+            # between rounds; this role restarts between rounds and does not persist it yet.
+            raise NotImplementedError(
+                f"Party {name!r}: the file-based role does not run the secure k-party product (a marginal split "
+                "among three or more parties of a slice) yet; use a workload whose marginals span at most two "
+                "parties per slice, or the processes/dask backends.")
         reply = server.handle(request)       # the server refuses a setup for another job than its own
-        if unpack(request, kinds=("Request",), sender=CURATOR).fields.get("op") == "setup":
+        if op == "setup":
             state.state["setup"] = request.hex()
         state.state["spent_rho"] = server.spent_rho
         state.state["pending_product"] = server.pending_product

@@ -64,6 +64,26 @@ def _from_product_layout(matrix: np.ndarray, domain: Domain, r: tuple, first: tu
     return arr.transpose([order.index(a) for a in r]).ravel()
 
 
+def _to_chain_layout(vector: np.ndarray, domain: Domain, r: tuple, groups: Sequence[tuple]) -> np.ndarray:
+    """A vector over ``r``'s cells as the ``d_1 × D`` matrix of a k-party product (:mod:`~.secure_chain`).
+
+    ``groups`` are the chain's parties' attributes of ``r`` in chain order;
+    rows index the first group's cells, columns the joint cell of the others
+    (row-major in chain order, each group's attributes in ``r``'s order).
+    The inverse of :func:`_from_chain_layout`.
+    """
+    order = tuple(a for g in groups for a in g)
+    arr = np.asarray(vector).reshape(domain.shape_of(r)).transpose([r.index(a) for a in order])
+    return arr.reshape(domain.size(groups[0]), -1)
+
+
+def _from_chain_layout(matrix: np.ndarray, domain: Domain, r: tuple, groups: Sequence[tuple]) -> np.ndarray:
+    """The ``d_1 × D`` matrix of a k-party product as a vector over ``r``'s cells (canonical order)."""
+    order = tuple(a for g in groups for a in g)
+    arr = np.asarray(matrix).reshape(tuple(domain[a] for a in order))
+    return arr.transpose([order.index(a) for a in r]).ravel()
+
+
 def _noise_share(variance: float, size: int, rng) -> np.ndarray:
     """One party's protocol-A noise share: ``size`` exact discrete Gaussian draws N_Z(0, σ²), σ² = ``variance``.
 
@@ -136,6 +156,7 @@ class Party:
         self._position = {c: k for k, c in enumerate(self.columns)}
         self._secure = None          # its SecureAggregationParty (cryptographic mode only)
         self._product = None         # its ProductParty of the product in progress
+        self._chain = None           # its ChainParty of the k-party product in progress
 
     def __repr__(self) -> str:
         return f"Party({self.name!r}, slice={self.slice}, columns={list(self.columns)}, n_rows={self.n_rows})"
@@ -238,4 +259,46 @@ class Party:
         product, self._product = self._product, None
         noise = _noise_share(variance, self._domain.size(r), rng)
         share = product.share(other_masked, _to_product_layout(noise, self._domain, r, first, second))
-        return self._secure.mask_encoded(share, public_keys, round_id, participants=list(participants))
+        return self._secure.mask_encoded(share, public_keys, round_id, participants=list(participants),
+                                         scale_bits=product.scale_bits)
+
+    def chain_open(self, message, attrs: tuple[str, ...], explicit=None, *, ledger=None) -> dict:
+        """Secure k-party product, round 0: take the dealer's seed (and explicit share), return what it sends.
+
+        ``attrs`` are this party's attributes of ``r`` (its code of a record is
+        its flat index over them).  Returns ``{recipient position: matrix}``
+        (:meth:`~skdpsynth.federated.secure_chain.ChainParty.open`): uniform
+        words for the other parties, never for the curator.
+        """
+        from .secure_chain import ChainParty
+
+        codes = self._flat(attrs, self._domain.strides(attrs))
+        self._chain = ChainParty(message, codes, explicit=explicit, ledger=ledger)
+        return self._chain.open()
+
+    @property
+    def chain_releases(self) -> bool:
+        """Whether the next round of the open k-party product releases this party's share."""
+        return self._chain is not None and self._chain.releases_share
+
+    def chain_step(self, received: dict, r: tuple[str, ...], groups: Sequence[tuple], variance: float | None,
+                   rng, public_keys: dict, round_id: int, participants: Sequence[str]) -> tuple:
+        """Secure k-party product, a later round: ``(outgoing matrices, MaskedInput or None)``.
+
+        In the round that releases its share, the party adds its noise share
+        (:func:`_noise_share` per cell of ``r``, the draw of
+        :meth:`secure_sum_input`, laid out over the chain's ``groups``) and
+        masks the result for secure aggregation among the chain's parties.
+        """
+        if self._chain is None:
+            raise RuntimeError(f"Party {self.name!r} has no k-party product in progress.")
+        noise = None
+        releases = self.chain_releases
+        if releases:
+            noise = _to_chain_layout(_noise_share(variance, self._domain.size(r), rng), self._domain, r, groups)
+        outgoing, share = self._chain.step(received, noise)
+        if self._chain.next_round >= self._chain.k:
+            self._chain = None
+        masked = None if share is None else self._secure.mask_encoded(share, public_keys, round_id,
+                                                                        participants=list(participants))
+        return outgoing, masked

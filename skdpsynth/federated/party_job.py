@@ -24,13 +24,31 @@ from dataclasses import dataclass
 from ..domain import Domain
 from .wire import MessageError
 
-__all__ = ["PartyJob"]
+__all__ = ["PartyJob", "chain_order"]
 
 _CURATOR = "curator"
 
 
 def _refuse(text: str) -> MessageError:
     return MessageError(_CURATOR, text)
+
+
+def chain_order(sizes: Sequence[int]) -> tuple:
+    """The chain order of a k-party secure product (:mod:`~skdpsynth.federated.secure_chain`).
+
+    ``sizes`` are the involved parties' numbers of cells, in slice order;
+    ``order[q]`` is the slice-order index of the party at chain position
+    ``q + 1``.  The party with the most cells comes first (the earliest on
+    ties), so that the matrix the others share is the narrowest; the rest
+    keep the slice order.  Public: every party and the curator derive it.
+
+    Examples
+    --------
+    >>> chain_order([4, 10, 3, 10])
+    (1, 0, 2, 3)
+    """
+    first = max(range(len(sizes)), key=lambda i: (sizes[i], -i))
+    return (first,) + tuple(i for i in range(len(sizes)) if i != first)
 
 
 @dataclass(frozen=True)
@@ -194,3 +212,35 @@ class PartyJob:
             raise _refuse(f"a product request to party {self.name!r} gives it role {role!r}, not 1 or 2.")
         first, second = (own, other) if role == 1 else (other, own)
         return first, second, self.n_rows, self.domain.size(first), self.domain.size(second)
+
+    def chain_layout(self, r: Sequence) -> tuple:
+        """``(members, position, n, dims)`` of the secure k-party product of ``r`` in this party's slice.
+
+        ``members`` lists ``(party, its attributes of r)`` in chain order
+        (:func:`~skdpsynth.federated.secure_chain.chain_order`: the party with
+        the most cells first, the rest in slice order), ``position`` is this
+        party's (1-based), ``n`` the roster size and ``dims`` every member's
+        number of cells.  Refused unless at least three parties of the slice
+        hold attributes of ``r`` and they hold all of it.
+
+        Examples
+        --------
+        >>> from skdpsynth import Domain
+        >>> from skdpsynth.federated import HybridPartition
+        >>> dom = Domain(["a", "b", "c"], [2, 5, 3])
+        >>> job = PartyJob.from_partition(dom, HybridPartition.vertical(7, [["a"], ["b"], ["c"]]), "party0.2")
+        >>> job.chain_layout(("a", "b", "c"))
+        ((('party0.1', ('b',)), ('party0.0', ('a',)), ('party0.2', ('c',))), 3, 7, (5, 2, 3))
+        """
+        r = self.marginal(r)
+        self.own_attrs(r)
+        involved = [(p, tuple(a for a in r if a in cols)) for p, cols in self.slice_columns]
+        involved = [(p, attrs) for p, attrs in involved if attrs]
+        if len(involved) < 3 or sum(len(attrs) for _, attrs in involved) != len(r):
+            raise _refuse(f"the marginal {list(r)} is not split among three or more parties of party "
+                          f"{self.name!r}'s slice.")
+        sizes = [self.domain.size(attrs) for _, attrs in involved]
+        order = chain_order(sizes)
+        members = tuple(involved[i] for i in order)
+        position = 1 + [p for p, _ in members].index(self.name)
+        return members, position, self.n_rows, tuple(sizes[i] for i in order)

@@ -275,6 +275,9 @@ _REQUEST_FIELDS = {
     "product_open": frozenset({"op", "call", "r", "attrs", "peer", "peer_key", "nonce", "triple"}),
     "product_share": frozenset({"op", "call", "r", "first", "second", "variance", "round_id", "participants",
                                 "public_keys", "peer", "nonce", "shape"}),
+    "chain_open": frozenset({"op", "call", "r", "attrs", "chain", "nonce", "share_nonce", "peer_keys"}),
+    "chain_step": frozenset({"op", "call", "r", "round", "variance", "round_id", "participants", "public_keys",
+                             "boxes"}),
 }
 """Every field a request of each operation may carry; a request with any other field is refused."""
 
@@ -357,6 +360,7 @@ class PartyServer:
         self._curator_key = None
         self.peer_keys: dict = {}     # peer -> its public key (hex), pinned at first sight (persisted by the file role)
         self.pending_product = None  # the open secure product (its triple seed is secret: private state)
+        self.pending_chain = None    # the open k-party product: call, marginal, members (its state is in the party)
 
     @classmethod
     def from_party(cls, party, *, noise: str = "curator", job: PartyJob | None = None) -> "PartyServer":
@@ -382,7 +386,8 @@ class PartyServer:
         packet = unpack(request, kinds=("Request",), sender=CURATOR)
         op = packet.fields.get("op")
         handler = {"setup": self._setup, "measure": self._measure, "product_open": self._product_open,
-                   "product_share": self._product_share}.get(op)
+                   "product_share": self._product_share, "chain_open": self._chain_open,
+                   "chain_step": self._chain_step}.get(op)
         if handler is None:
             raise MessageError(CURATOR, f"unknown request operation {op!r} for party {self.name!r}.")
         unknown = set(packet.fields) - _REQUEST_FIELDS[op]
@@ -503,21 +508,24 @@ class PartyServer:
 
     def _product_open(self, fields: dict, arrays: dict) -> bytes:
         from . import secure_aggregation
-        from .secure_product import DEFAULT_SCALE_BITS, TripleSeed
+        from .secure_product import DEFAULT_SCALE_BITS, RELAY_SCALE_BITS, TripleSeed
 
         call, peer, t = self._count(fields["call"], "the call number"), fields["peer"], fields["triple"]
         r = self.job.marginal(fields["r"])
         attrs = self.job.check_attrs(r, fields["attrs"])
         role = t["role"]
         first, second, n, d1, d2 = self.job.product_layout(r, role, peer)
-        if (t["n"], t["d1"], t["d2"], t["scale_bits"]) != (n, d1, d2, DEFAULT_SCALE_BITS) or set(t) != \
+        # Either ring is safe for the party (secure_product.product_scale_bits): the release is C + noise either
+        # way; the 32-bit one halves the relay, and its encoding refuses a noise share outside its range.
+        if (t["n"], t["d1"], t["d2"]) != (n, d1, d2) or t["scale_bits"] not in (DEFAULT_SCALE_BITS,
+                                                                                 RELAY_SCALE_BITS) or set(t) != \
                 {"role", "n", "d1", "d2", "scale_bits"}:
             raise MessageError(CURATOR, f"the secure product offered to party {self.name!r} does not have the "
                                         "dimensions its job gives (roster size, the two parties' cells).")
         dealer_key = self.party._secure.pairwise_key(CURATOR, self._curator_key, purpose=DEALER_PURPOSE)
         seed = open_sealed(dealer_key, _unhex(CURATOR, fields["nonce"], "nonce"), arrays["sealed_seed"].tobytes(),
                            f"dealer|{call}|{self.name}".encode(), sender=CURATOR)
-        triple = TripleSeed(role=role, seed=seed, n=n, d1=d1, d2=d2, scale_bits=DEFAULT_SCALE_BITS)
+        triple = TripleSeed(role=role, seed=seed, n=n, d1=d1, d2=d2, scale_bits=int(t["scale_bits"]))
         masked = self.party.product_masked_input(triple, attrs)
         # Kept so that a party restarted between the two steps (file-based protocol) can resume the product,
         # and so that the second step is held to the layout of the first.
@@ -569,7 +577,9 @@ class PartyServer:
         relay_key = self.party._secure.pairwise_key(peer, keys[peer], purpose=RELAY_PURPOSE)
         plain = open_sealed(relay_key, _unhex(CURATOR, fields["nonce"], "nonce"), arrays["ciphertext"].tobytes(),
                             f"relay|{call}|{peer}->{self.name}".encode(), sender=peer)
-        other = np.frombuffer(plain, dtype=np.uint64)
+        from .secure_product import relay_dtype
+
+        other = np.frombuffer(plain, dtype=relay_dtype(int(pending["triple"]["scale_bits"])))
         if other.size != n * d_other:
             raise MessageError(peer, "its sealed product input does not have the product's dimensions.")
         self._resume_product(call)
@@ -581,6 +591,112 @@ class PartyServer:
                     fields={"round_id": masked.round_id, "participants": list(masked.participants),
                             "transcript": _hex(masked.transcript), "scale_bits": masked.scale_bits},
                     arrays={"values": np.asarray(masked.values)})
+
+
+    # -- the secure k-party product (secure_chain) -------------------------------------------------
+    def _chain_open(self, fields: dict, arrays: dict) -> bytes:
+        """Round 0 of a k-party product: open the dealer's sealed seed (and share), seal what it sends."""
+        from .secure_chain import ChainSeed
+        from .secure_product import DEFAULT_SCALE_BITS
+
+        call = self._count(fields["call"], "the call number")
+        r = self.job.marginal(fields["r"])
+        attrs = self.job.check_attrs(r, fields["attrs"])
+        members, position, n, dims = self.job.chain_layout(r)
+        names = [p for p, _ in members]
+        if fields["chain"] != {"parties": names, "n": n, "dims": list(dims), "scale_bits": DEFAULT_SCALE_BITS}:
+            raise MessageError(CURATOR, f"the k-party product offered to party {self.name!r} does not have the "
+                                        "order and dimensions its job gives (parties, roster size, cells).")
+        peer_keys = fields["peer_keys"]
+        if not isinstance(peer_keys, dict) or set(peer_keys) != set(names) - {self.name}:
+            raise MessageError(CURATOR, f"the k-party product offered to party {self.name!r} does not name the "
+                                        "keys of exactly its other parties.")
+        for peer, key in peer_keys.items():
+            self._peer_key(peer, key)
+        dealer_key = self.party._secure.pairwise_key(CURATOR, self._curator_key, purpose=DEALER_PURPOSE)
+        seed = open_sealed(dealer_key, _unhex(CURATOR, fields["nonce"], "nonce"), arrays["sealed_seed"].tobytes(),
+                           f"chain-dealer|{call}|{self.name}".encode(), sender=CURATOR)
+        explicit = None
+        if position >= 3:
+            plain = open_sealed(dealer_key, _unhex(CURATOR, fields["share_nonce"], "share_nonce"),
+                                arrays["sealed_share"].tobytes(), f"chain-share|{call}|{self.name}".encode(),
+                                sender=CURATOR)
+            width = math.prod(dims[1:position])
+            explicit = np.frombuffer(plain, dtype=np.uint64)
+            if explicit.size != n * width:
+                raise MessageError(CURATOR, f"the explicit triple share sent to party {self.name!r} does not have "
+                                            "the dimensions its job gives.")
+            explicit = explicit.reshape(n, width)
+        elif "sealed_share" in arrays or "share_nonce" in fields:
+            raise MessageError(CURATOR, f"party {self.name!r} at chain position {position} takes no explicit share.")
+        message = ChainSeed(position=position, seed=seed, n=n, dims=dims, scale_bits=DEFAULT_SCALE_BITS)
+        outgoing = self.party.chain_open(message, attrs, explicit)
+        self.pending_chain = {"call": call, "r": list(r), "members": members}
+        return self._chain_reply(call, names, outgoing, None)
+
+    def _chain_reply(self, call: int, names: list, outgoing: dict, masked) -> bytes:
+        """The matrices for the other parties, each sealed under the pair's key, and the masked share (if any)."""
+        from . import secure_aggregation
+
+        boxes, out_arrays = [], {}
+        for i, (position, matrix) in enumerate(sorted(outgoing.items())):
+            peer = names[position - 1]
+            key = self.party._secure.pairwise_key(peer, bytes.fromhex(self.peer_keys[peer]), purpose=RELAY_PURPOSE)
+            nonce, box = secure_aggregation.seal(key, np.ascontiguousarray(matrix).tobytes(),
+                                                 f"chain|{call}|{self.name}->{peer}".encode())
+            boxes.append({"to": peer, "nonce": _hex(nonce)})
+            out_arrays[f"box{i}"] = np.frombuffer(box, dtype=np.uint8)
+        fields = {"boxes": boxes}
+        if masked is not None:
+            fields["share"] = {"round_id": masked.round_id, "participants": list(masked.participants),
+                               "transcript": _hex(masked.transcript), "scale_bits": masked.scale_bits}
+            out_arrays["values"] = np.asarray(masked.values)
+        return pack("ChainBoxes", sender=self.name, fields=fields, arrays=out_arrays)
+
+    def _chain_step(self, fields: dict, arrays: dict) -> bytes:
+        """A later round of the k-party product: open the relayed matrices, compute, seal on (or release)."""
+        call, pending = self._count(fields["call"], "the call number"), self.pending_chain
+        if pending is None or pending["call"] != call or list(fields["r"]) != pending["r"] or \
+                self.party._chain is None or fields["round"] != self.party._chain.next_round:
+            raise MessageError(CURATOR, f"party {self.name!r} has no open k-party product of this call, marginal "
+                                        "and round.")
+        r, members = tuple(pending["r"]), pending["members"]
+        names = [p for p, _ in members]
+        received = {}
+        for i, box in enumerate(fields["boxes"]):
+            sender = box["from"]
+            if sender not in names or sender == self.name or names.index(sender) + 1 in received:
+                raise MessageError(CURATOR, f"party {self.name!r} got a k-party product matrix from no other party "
+                                            "of the product, or twice.")
+            key = self.party._secure.pairwise_key(sender, bytes.fromhex(self.peer_keys[sender]),
+                                                  purpose=RELAY_PURPOSE)
+            plain = open_sealed(key, _unhex(CURATOR, box["nonce"], "nonce"), arrays[f"box{i}"].tobytes(),
+                                f"chain|{call}|{sender}->{self.name}".encode(), sender=sender)
+            matrix = np.frombuffer(plain, dtype=np.uint64)
+            if matrix.size % self.job.n_rows != 0:      # the exact shape is checked by the ChainParty
+                raise MessageError(sender, "its k-party product matrix does not have the product's dimensions.")
+            received[names.index(sender) + 1] = matrix.reshape(self.job.n_rows, -1)
+        if len(arrays) != len(fields["boxes"]):
+            raise MessageError(CURATOR, f"a k-party product step to party {self.name!r} carries unnamed arrays.")
+        variance, keys = None, None
+        if self.party.chain_releases:
+            participants = list(fields["participants"])
+            if sorted(participants) != sorted(names):
+                raise MessageError(CURATOR, f"party {self.name!r} masks a k-party product share only with the "
+                                            "product's parties.")
+            keys = {name: _unhex(CURATOR, key, "public key") for name, key in fields["public_keys"].items()}
+            if set(keys) != set(names) or keys[self.name] != self.party.public_key or \
+                    any(keys[p].hex() != self.peer_keys.get(p) for p in names if p != self.name):
+                raise MessageError(CURATOR, f"the public keys sent to party {self.name!r} are not its own and its "
+                                            "product's parties' of this session.")
+            variance = self._variance(fields)
+            self._spend(variance)
+        outgoing, masked = self.party.chain_step(
+            received, r, [attrs for _, attrs in members], variance, self._rng(call), keys or {},
+            self._count(fields["round_id"], "the round") if variance is not None else 0, names)
+        if self.party._chain is None:
+            self.pending_chain = None
+        return self._chain_reply(call, names, outgoing, masked)
 
 
 # --------------------------------------------------------------------------- backends

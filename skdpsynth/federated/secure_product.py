@@ -49,8 +49,8 @@ Trust model
   ``(C − Z) · 2^f + enc(noise1 + noise2)``, hence ``C + noise`` only.
 * The parties see only uniform words (``E``, ``F``) and their own data.
 * Only **two parties per product**.  A marginal whose attributes are split
-  among three or more parties of one slice (a multi-party one-hot product) is
-  **out of scope**.
+  among three or more parties of one slice uses the chain of
+  :mod:`~skdpsynth.federated.secure_chain`, built on this module's pieces.
 * Fresh randomness per product: ``E`` and ``E'`` built from the same ``A``
   reveal ``V1 − V1'``.  The dealer hands out its seeds once, refuses two equal
   seeds, and finishes once; a party refuses a seed it has already used
@@ -65,6 +65,16 @@ refuses ``n`` beyond that bound and :func:`encode` the noise beyond it.  The
 decoded count is off by at most ``2 · 2^(−f−1) = 2^(−f)`` per cell (noise
 rounding; none for integer noise, which encodes exactly), plus float64
 rounding when ``|C + noise| > 2^(53−f)``.
+
+Half the relay at ``f = 32``.  A share counts only modulo ``2^(64−f)``
+(it is multiplied by ``2^f``), so at ``f = 32`` the masked inputs ``E``,
+``F`` travel as their low 32 bits (:func:`relay_dtype`), uniform on
+``Z_{2^32}`` to the receiver, and the decodable range becomes ``|C + noise1 +
+noise2| < 2^31``.  The federation picks ``f = 32`` from public quantities
+only, ``n`` and the noise shares' variances (:func:`product_scale_bits`:
+``n < 2^31/3`` and 12 standard deviations of each share below ``2^31/3``;
+a share beyond that makes its party refuse, with probability below
+``2^−102`` per value), else ``f = 24`` with 64-bit words.
 
 Examples
 --------
@@ -119,11 +129,61 @@ __all__ = [
     "ProductTranscript",
     "secure_product",
     "matmul_t_mod64",
+    "relay_dtype",
+    "product_scale_bits",
+    "RELAY_SCALE_BITS",
+    "TAIL_SIGMAS",
 ]
 
 _SEED_BYTES = 32
 _N_TERMS = 3          # C, noise1, noise2 share the decodable range
 _PROCESS_LEDGER: set = set()
+
+RELAY_SCALE_BITS = 32
+"""Fraction bits at which the masked inputs travel as 32-bit words (half of 64): see :func:`relay_dtype`."""
+
+TAIL_SIGMAS = 12.0
+"""How many standard deviations of a noise share :func:`product_scale_bits` keeps inside the range (two-sided
+Gaussian tail ``2 exp(−72) < 2^−102``; discrete Gaussian shares are sub-Gaussian with the same parameter)."""
+
+
+def relay_dtype(scale_bits: int) -> np.dtype:
+    """The word type of the masked inputs ``E``, ``F`` at ``scale_bits`` ``f``: ``uint32`` when ``f ≥ 32``.
+
+    A share enters the result as ``S · 2^f mod 2^64``, which depends only on
+    ``S mod 2^(64−f)``; ``S`` (``Aᵀ F`` or ``Eᵀ V2``) is an integer combination
+    of the words of ``F`` or ``E``, so only their low ``64 − f`` bits matter.
+    At ``f ≥ 32`` the low 32 bits suffice: half the bytes of the relay.
+
+    Examples
+    --------
+    >>> relay_dtype(24), relay_dtype(32)
+    (dtype('uint64'), dtype('uint32'))
+    """
+    return np.dtype(np.uint32) if _check_f(scale_bits) >= RELAY_SCALE_BITS else np.dtype(np.uint64)
+
+
+def product_scale_bits(n: int, variances) -> int:
+    """The fixed point of a product chosen from public quantities: 32 (32-bit relay) when it is safe, else 24.
+
+    At ``f = 32`` the decodable range is ``|C + noise1 + noise2| < 2^31``: the
+    dealer needs ``n < 2^31/3`` and a party's encoding refuses a noise value
+    of ``|x| ≥ 2^31/3``.  The rule takes ``f = 32`` when ``n`` and
+    :data:`TAIL_SIGMAS` standard deviations of every noise share (the public
+    variances the parties are asked for) fit; a share beyond it makes its
+    party refuse (probability below ``2^−102`` per value), never a wrong
+    count.  Whatever the ring, the release is ``C + noise`` (a wrapped sum
+    would be a function of it, post-processing), so the choice affects only
+    traffic and the refusal probability, not privacy.
+
+    Examples
+    --------
+    >>> product_scale_bits(24_000, [1e4, 2e4]), product_scale_bits(24_000, [1e16, 1.0])
+    (32, 24)
+    """
+    bound = max_abs_value(RELAY_SCALE_BITS, _N_TERMS)
+    safe = n < bound and all(TAIL_SIGMAS * float(np.sqrt(v)) < bound for v in variances)
+    return RELAY_SCALE_BITS if safe else DEFAULT_SCALE_BITS
 
 
 class SecureProductError(SecureAggregationError):
@@ -434,6 +494,10 @@ class ProductParty:
     def role(self) -> int:
         return self._role
 
+    @property
+    def scale_bits(self) -> int:
+        return self._f
+
     def __repr__(self) -> str:
         return f"ProductParty(role={self._role}, n={self._n}, d={self._d_own})"
 
@@ -441,13 +505,16 @@ class ProductParty:
         raise TypeError("ProductParty holds private data and cannot be pickled or copied")
 
     def masked_input(self) -> np.ndarray:
-        """``E = V1 − A`` (role 1) or ``F = V2 − B`` (role 2), ``n × d`` uint64, for the other party.
+        """``E = V1 − A`` (role 1) or ``F = V2 − B`` (role 2), ``n × d``, for the other party.
 
-        Uniform on ``Z_{2^64}`` to its receiver.  Repeated calls return the same (read-only) array.
+        Words of :func:`relay_dtype` (``uint64``, or ``uint32`` at
+        ``scale_bits ≥ 32``: the low half, all the share needs), uniform to
+        its receiver.  Repeated calls return the same (read-only) array.
         """
         if self._masked is None:
             m = np.negative(self._mask)                          # −A mod 2^64
             m[np.arange(self._n), self._codes] += np.uint64(1)
+            m = m.astype(relay_dtype(self._f), copy=False)       # mod 2^32 at f >= 32
             m.flags.writeable = False
             self._masked = m
         return self._masked
@@ -474,9 +541,10 @@ class ProductParty:
         if self._shared:
             raise SecureProductError(f"party {self._role} already computed its share of this product")
         other = np.asarray(other_masked)
-        if other.dtype != np.uint64:
-            raise SecureProductError(f"party {self._role}: the other party's masked input must be uint64, "
-                                     f"got {other.dtype}")
+        if other.dtype != relay_dtype(self._f):
+            raise SecureProductError(f"party {self._role}: the other party's masked input must be "
+                                     f"{relay_dtype(self._f)}, got {other.dtype}")
+        other = other.astype(np.uint64, copy=False)               # zero-extended: right modulo 2^(64-f)
         if other.shape != (self._n, self._d_other):
             raise SecureProductError(
                 f"party {self._role}: the other party's masked input has shape {other.shape}, expected "

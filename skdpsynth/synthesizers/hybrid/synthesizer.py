@@ -127,10 +127,11 @@ class HybridSynthesizer(BaseSynthesizer):
         :class:`~skdpsynth.federated.Federation`): ``"simulated"`` adds the
         parties' per-record index parts in the curator's process (the trust
         assumption of the paper); ``"cryptographic"`` uses secure aggregation
-        and a secure two-party product, so the curator sees no per-record
-        data (needs ``skdpsynth[distributed]``; at most two parties may share
-        a marginal within one slice).  The two give the same fit up to
-        fixed-point rounding of the noisy counts (below 1e-6).
+        and secure products (two parties, or a chain of them for three or
+        more parties sharing a marginal within one slice), so the curator sees
+        no per-record data (needs ``skdpsynth[distributed]``).  The two give
+        the same fit: counts and noise shares are integers, which the
+        fixed-point ring holds exactly.
     n_jobs : int, optional
         joblib ``n_jobs`` for the parties' local work: 1 to 4096 workers, or -1 (all cores), -2 (all but one),
         ... down to -4096.
