@@ -1,6 +1,7 @@
 """HybridSynthesizer (RandDPGen) and the distributed marginal measurement (DMM: the paper's §4.1, Algorithm 1)."""
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from math import comb
@@ -356,11 +357,61 @@ def test_party_frames_form():
     ({"variance_model": "x"}, "variance_model"),
     ({"n_repeats": 0}, "n_repeats"),
     ({"partition": {"n_slices": 2, "bogus": 1}}, "recipe keys"),
+    ({"selection_scores": "triples"}, "selection_scores"),
 ])
 def test_bad_parameters(params, match):
     frame, sizes = bayes_net(200)
     with pytest.raises(ValueError, match=match):
         HybridSynthesizer(1.0, domain=sizes, **params).fit(frame)
+
+
+# -- selection scored on pairs ---------------------------------------------------------------------------------
+def test_pair_scores_measure_the_pairs_once_and_spend_rho_exactly():
+    frame, sizes = bayes_net(3000)
+    syn = HybridSynthesizer(1.0, domain=sizes, partition={"n_slices": 1, "n_vertical": 2}, workload=3,
+                            selection_scores="pairs", alpha=0.5, max_rounds=24, max_iters=50, final_iters=50,
+                            random_state=0).fit(frame)
+    ledger = syn.privacy_ledger_
+    selection = [e for e in ledger if e.description.startswith("selection measurement")]
+    pairs = {tuple(e.description.split(" (DMM")[0].removeprefix("selection measurement ").split(" x ")) for e in selection}
+    assert len(selection) == len(pairs) == comb(len(sizes), 2)     # every pair of the 3-way workload, once
+    assert math.fsum(e.rho for e in selection) == pytest.approx(0.5 * syn.rho_, rel=1e-12)
+    assert ledger.total_rho() == pytest.approx(syn.rho_, rel=1e-12)
+    assert syn.selected_ and all(len(r) == 3 for r in syn.selected_)  # the rounds measure workload triples
+
+
+def test_a_candidates_pair_score_is_the_sum_of_its_pairs_errors_less_the_expected_noise():
+    from skdpsynth.synthesizers.hybrid.rounds import _RandDPGenRounds, selection_parts
+
+    frame, sizes = bayes_net(2000)
+    dom = Domain.from_dict(sizes)
+    part = HybridPartition.vertical(len(frame), [list(sizes)[:4], list(sizes)[4:]])
+    fed = Federation.from_codes(frame.to_numpy(), dom, part, seed=1)
+    captured = {}
+    original = _RandDPGenRounds.scores
+
+    def spy(self, model, candidates, rho_measure):
+        out = original(self, model, candidates, rho_measure)
+        captured.setdefault("first", (self, model, list(candidates), rho_measure, out))
+        return out
+
+    _RandDPGenRounds.scores = spy
+    try:
+        randdpgen(fed.measure, dom, part, 0.5, workload=workload(dom, 3), rng=np.random.default_rng(0),
+                  ledger=PrivacyLedger(), rounds=20, max_iters=30, final_iters=30, selection_scores="pairs",
+                  charge_selection=False, init="oneway", variance_model="exact", use_selection_measurements=True)
+    finally:
+        _RandDPGenRounds.scores = original
+    steps, model, candidates, rho_measure, scores = captured["first"]
+    assert set(steps.scored) == {p for r in candidates for p in selection_parts([r], "pairs")[r]}
+    for r, score in zip(candidates[:10], scores[:10]):
+        expected = 0.0
+        for p in itertools.combinations(r, 2):
+            y, var = steps.selection[p]
+            expected += (np.abs(y - model.project(p).ravel()).sum()
+                         - math.sqrt(2 / math.pi) * math.sqrt(var) * dom.size(p))
+        expected -= math.sqrt(2 / math.pi) * math.sqrt(steps.variance(r, rho_measure)) * dom.size(r)
+        assert score == pytest.approx(steps.weights[r] * expected, rel=1e-9)
 
 
 def test_out_of_domain_values_are_rejected():
