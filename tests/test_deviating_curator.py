@@ -39,6 +39,7 @@ from skdpsynth.federated.wire import MessageError, from_bytes, pack, unpack
 
 pytest.importorskip("cryptography")
 from skdpsynth.federated.secure_aggregation import DEFAULT_SCALE_BITS, SecureAggregationParty, seal  # noqa: E402
+from skdpsynth.federated.secure_product import SCALE_BITS_CHOICES, relay_word_bytes  # noqa: E402
 
 N = 1237
 DOMAIN = Domain(["a", "b", "c", "zip"], [3, 4, 2, 150_000])
@@ -321,7 +322,7 @@ def product_requests(draw):
                                              ("b",)]))),
             "attrs": tuple(draw(st.sampled_from([("a",), ("a", "zip"), ("zip",), ("b",)]))),
             "peer": draw(st.sampled_from(["party0.1", "party0.0", "mallory"])),
-            "scale_bits": draw(st.sampled_from([DEFAULT_SCALE_BITS, 0, 62]))}
+            "scale_bits": draw(st.sampled_from([DEFAULT_SCALE_BITS, 40, 32, 0, 48, 62]))}
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -335,13 +336,13 @@ def test_a_product_is_opened_only_with_the_layout_the_job_gives(deviation):
     other = tuple(a for a in r if a not in own)
     first, second = (own, other) if deviation["role"] == 1 else (other, own)
     honest = (deviation["peer"] == "party0.1" and attrs == own and other and deviation["role"] in (1, 2)
-              and deviation["scale_bits"] == DEFAULT_SCALE_BITS and set(other) <= {"b", "c"}
+              and deviation["scale_bits"] in SCALE_BITS_CHOICES and set(other) <= {"b", "c"}
               and deviation["d"] == (N, DOMAIN.size(first), DOMAIN.size(second)) and "zip" not in r)
     assert (reply is not None) == bool(honest)
     assert server.spent_rho == 0.0     # opening releases nothing to the curator: the input is sealed for the peer
 
 
-def _open_both(call=0):
+def _open_both(call=0, scale_bits=DEFAULT_SCALE_BITS):
     """Two servers of one slice with a product of ("a", "b") opened; returns what the share step needs."""
     s0, c0, k0 = make_server("party0.0")
     s1, c1, k1 = make_server("party0.1")
@@ -350,7 +351,7 @@ def _open_both(call=0):
                                                              (s1, c1, k1, "party0.0", k0, 2, ("b",))):
         opened[server.name] = unpack(server.handle(_product_open_request(
             server, curator, key, peer_key, call=call, d=(N, 3, 4), role=role, r=("a", "b"), attrs=attrs,
-            peer=peer)), kinds=("Sealed",))
+            peer=peer, scale_bits=scale_bits)), kinds=("Sealed",))
     return s0, s1, k0, k1, opened
 
 
@@ -391,6 +392,36 @@ def test_a_product_share_is_refused_unless_it_continues_the_opened_product():
     assert s0.spent_rho == pytest.approx(0.25, rel=1e-12)
 
 
+def test_a_relayed_input_is_read_only_at_the_size_and_ring_the_job_gives(monkeypatch):
+    """3-byte words at scale_bits=40; a box of another size, or a ring too narrow for the party's noise, is refused.
+
+    A request beyond the wire's default limit is read only up to the size the
+    party's own layout gives its open product (roster size x cells x word bytes).
+    """
+    import skdpsynth.federated.wire as wire
+
+    s0, s1, k0, k1, opened = _open_both(scale_bits=40)
+    keys = {"party0.0": k0.hex(), "party0.1": k1.hex()}
+    box = opened["party0.1"].arrays["ciphertext"]
+    assert box.size == N * 4 * 3 + 16                      # F: N x 4 cells of "b", 3 bytes a word, the Poly1305 tag
+    short = {**opened, "party0.1": type(opened["party0.1"])("Sealed", "party0.1", opened["party0.1"].fields,
+                                                             {"ciphertext": box[:-3]})}
+    with pytest.raises(MessageError, match="dimensions") as info:
+        s0.handle(_share_request(short, keys=keys))
+    with pytest.raises(MessageError, match="fixed point") as info:     # 12 sigma of 1e6 is beyond 2^23 / 3
+        s0.handle(_share_request(opened, keys=keys, variance=1e12))
+    assert_clean(str(info.value))
+    assert s0.spent_rho == 0.0
+    monkeypatch.setattr(wire, "MAX_BYTES", 4096)           # the honest request is now beyond the default limit
+    padded = {**opened, "party0.1": type(opened["party0.1"])("Sealed", "party0.1", opened["party0.1"].fields,
+                                                              {"ciphertext": np.concatenate([box, np.zeros(
+                                                                  2 * 2**20, np.uint8)])})}
+    with pytest.raises(MessageError, match="its public layout gives"):
+        s0.handle(_share_request(padded, keys=keys))      # larger than the layout implies: not even read
+    reply = unpack(s0.handle(_share_request(opened, keys=keys)), kinds=("MaskedInput",))
+    assert reply.arrays["values"].shape == (3, 4) and s0.spent_rho == pytest.approx(0.25, rel=1e-12)
+
+
 def test_unexpected_failures_reach_the_curator_without_their_text():
     """A failure inside the party (here: its codes broken after setup) reaches the curator as a bare refusal."""
     server, _, _ = make_server()
@@ -423,7 +454,8 @@ def _chain_open_request(server, curator, key, *, chain=CHAIN, attrs=("c",), r=("
     nonce, box = seal(dealer_key, os.urandom(32), f"chain-dealer|0|{server.name}".encode())
     arrays, extra = {"sealed_seed": box}, {}
     if share_words is not None:
-        share_nonce, arrays["sealed_share"] = seal(dealer_key, os.urandom(8 * share_words),
+        word = relay_word_bytes(chain["scale_bits"]) if chain["scale_bits"] in SCALE_BITS_CHOICES else 8
+        share_nonce, arrays["sealed_share"] = seal(dealer_key, os.urandom(word * share_words),
                                                    f"chain-share|0|{server.name}".encode())
         extra["share_nonce"] = share_nonce.hex()
     peer_keys = {p: SecureAggregationParty(p, SESSION).public_key.hex() for p in peers}

@@ -205,3 +205,25 @@ def test_hybrid_synthesizer_three_column_groups_cryptographic_equals_simulated()
     assert list(cryptographic.privacy_ledger_) == list(simulated.privacy_ledger_)
     for clique in simulated.selected_:
         np.testing.assert_array_equal(cryptographic.model_.project(clique), simulated.model_.project(clique))
+
+
+def test_relayed_matrices_beyond_the_wire_limit_cross_at_the_size_their_layout_gives(monkeypatch):
+    """A two-party and a k-party product whose sealed matrices exceed the wire's limit: read at the public size."""
+    import skdpsynth.federated.wire as wire
+
+    rng = np.random.default_rng(11)
+    dom = Domain(COLUMNS, SIZES)
+    codes = np.column_stack([rng.integers(0, k, 2000) for k in SIZES])
+    part = HybridPartition.grid(len(codes), COLUMNS, n_slices=2, column_groups=[["a"], ["b"], ["c", "d"]],
+                                random_state=0)
+    sim, _ = _both(codes, dom, part)
+    marginals = [("b", "c", "d"), ("a", "b", "c", "d")]      # 1000 x 8 cells of 3-byte words: 24 kB a box
+    expected = [combine(sim.measure(attrs, 0.5), dom)[0] for attrs in marginals]
+    monkeypatch.setattr(wire, "MAX_BYTES", 8192)
+    read_beyond = []
+    public_limit = wire._PacketReader.public_limit
+    monkeypatch.setattr(wire._PacketReader, "public_limit", lambda self: read_beyond.append(1) or public_limit(self))
+    cry = Federation.from_codes(codes, dom, part, seed=3, secure_computation="cryptographic")
+    for attrs, want in zip(marginals, expected):
+        assert np.array_equal(combine(cry.measure(attrs, 0.5), dom)[0], want), attrs
+    assert read_beyond                                       # the party read requests beyond the default limit

@@ -286,9 +286,37 @@ def test_the_32_bit_relay_gives_the_same_exact_count_plus_integer_noise():
     # Uniform to its receiver: the top byte of E's 32-bit words (3000 x 7 of them) passes the chi-square test.
     assert _chi2_top_byte(half.received_by_party2.astype(np.uint64) << np.uint64(32)) < CRITICAL
     # The ring is a function of public quantities: n and the noise shares' variances.
-    assert product_scale_bits(3000, [4.0, 9.0]) == 32 and relay_dtype(32) == np.uint32
+    assert product_scale_bits(3000, [4.0, 9.0]) == 40 and relay_dtype(32) == np.uint32
+    assert product_scale_bits(3000, [(2**23 / 3 / 12) ** 2, 1.0]) == 32         # 12 sigma: not in 24 bits
     assert product_scale_bits(2**31 // 3 + 1, [1.0, 1.0]) == F               # counts would not fit
     assert product_scale_bits(3000, [(2**31 / 3 / 12) ** 2, 1.0]) == F         # 12 sigma of a share would not fit
     p1 = ProductParty(ProductDealer(4, 3, 2, scale_bits=32).seeds()[0], [0, 1, 1, 2], ledger=set())
     with pytest.raises(SecureProductError, match="must be uint32"):
         p1.share(np.zeros((4, 2), dtype=np.uint64))
+
+
+def test_three_byte_words_at_40_fraction_bits_give_the_same_exact_count_plus_integer_noise():
+    """scale_bits=40: E and F cross as 3-byte words (pack_words), and count + integer noise is still exact."""
+    from skdpsynth.federated.secure_aggregation import SecureAggregationParty, aggregate_encoded
+    from skdpsynth.federated.secure_product import pack_words, relay_word_bytes, unpack_words
+
+    c1, c2 = _data(3000, 7, 5, seed=13)
+    rng = np.random.default_rng(14)
+    noise1, noise2 = rng.integers(-10**6, 10**6, (7, 5)), rng.integers(-10**6, 10**6, (7, 5))
+    dealer = ProductDealer(3000, 7, 5, scale_bits=40, seeds=_seeds("r24"))
+    to1, to2 = dealer.seeds()
+    p1, p2 = ProductParty(to1, c1, ledger=set()), ProductParty(to2, c2, ledger=set())
+    wire_e, wire_f = pack_words(p1.masked_input(), 40), pack_words(p2.masked_input(), 40)
+    assert len(wire_e) == 3000 * 7 * relay_word_bytes(40) == 3000 * 7 * 3
+    e, f = unpack_words(wire_e, 40, (3000, 7)), unpack_words(wire_f, 40, (3000, 5))
+    assert not np.array_equal(e, p1.masked_input())          # the top byte of each word did not cross...
+    shares = {"p1": p1.share(f, noise1), "p2": p2.share(e, noise2)}
+    sa = {n: SecureAggregationParty(n, "r24") for n in shares}
+    keys = {n: p.public_key for n, p in sa.items()}
+    masked = {n: sa[n].mask_encoded(shares[n], keys, 0, participants=list(sa), scale_bits=40) for n in sa}
+    got = dealer.finish(aggregate_encoded(masked, expected=list(sa)))
+    np.testing.assert_array_equal(got, _exact(c1, c2, 7, 5) + noise1 + noise2)   # ...and is not needed
+    # The low 24 bits of E are uniform to party 2: the top byte of each 3-byte word passes the chi-square test.
+    assert _chi2_top_byte(e.astype(np.uint64) << np.uint64(40)) < CRITICAL
+    with pytest.raises(SecureProductError, match="takes 63000 bytes"):
+        unpack_words(wire_e[:-1], 40, (3000, 7))

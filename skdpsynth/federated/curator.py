@@ -41,6 +41,7 @@ from .party_job import PartyJob
 from .partition import HybridPartition
 from .runtime import (CURATOR, DEALER_PURPOSE, DaskBackend, LocalBackend, PartyHost, PartyServer, ProcessBackend,
                       _Backend, _unhex)
+from . import wire as _wire
 from .wire import MessageError, from_bytes, pack, unpack
 
 __all__ = ["Federation", "ReplayFederation", "FederatedData", "VerticalFederatedData"]
@@ -414,10 +415,15 @@ class Federation:
             names = [s1.party, s2.party]
             keys = {n: self._public_keys[n].hex() for n in names}
             sealed = {}
+            n, f = self._specs[s1.party].n_rows, dealer.scale_bits
             for s, peer in ((s1, s2), (s2, s1)):
-                packet = unpack(opened[s.party], kinds=("Sealed",), sender=s.party)
-                if packet.fields.get("recipient") != peer.party or set(packet.arrays) != {"ciphertext"}:
-                    raise MessageError(s.party, f"its sealed product input is not addressed to {peer.party!r}.")
+                size = _box_bytes(n * self.domain.size(s.attrs), f)     # from the public layout only
+                packet = unpack(opened[s.party], kinds=("Sealed",), sender=s.party,
+                                max_bytes=max(_wire.MAX_BYTES, size + _wire.PACKET_ALLOWANCE))
+                if packet.fields.get("recipient") != peer.party or set(packet.arrays) != {"ciphertext"} or \
+                        packet.arrays["ciphertext"].size != size:
+                    raise MessageError(s.party, f"its sealed product input is not addressed to {peer.party!r} or "
+                                                "does not have the product's size.")
                 sealed[s.party] = packet
             for s, peer, v in ((s1, s2, v1), (s2, s1, v2)):
                 packet = sealed[peer.party]
@@ -465,6 +471,14 @@ class Federation:
         return tuple(parts)
 
 
+def _box_bytes(words: int, scale_bits: int) -> int:
+    """The size of a sealed matrix of ``words`` relay words at ``scale_bits`` (what the public layout implies)."""
+    from .secure_aggregation import SEAL_OVERHEAD
+    from .secure_product import relay_word_bytes
+
+    return words * relay_word_bytes(scale_bits) + SEAL_OVERHEAD
+
+
 def _masked_input(name: str, fields: dict, values, shape: tuple):
     """A party's masked secure-aggregation share from a reply packet (checked: uint64 of ``shape``)."""
     from .secure_aggregation import MaskedInput
@@ -495,6 +509,7 @@ class _ChainRun:
         from .party_job import chain_order
         from .secure_aggregation import seal
         from .secure_chain import ChainDealer
+        from .secure_product import pack_words, product_scale_bits
 
         self.fed, self.r, self.call, self.slice = fed, r, call, shares[0].slice
         self.variance = float(sum(variances))       # the simulated mode's sum, in the same order
@@ -510,7 +525,9 @@ class _ChainRun:
             raise ValueError(f"The parties {self.names} of slice {self.slice} have different rosters.")
         self.k = len(self.names)
         dims = [fed.domain.size(g) for g in self.groups]
-        self.dealer = ChainDealer(n, dims, seeds=fed._chain_seeds(call, self.slice, self.k))
+        self.n, self.dims = n, dims
+        f = product_scale_bits(n, variances, n_terms=self.k + 1)     # public n and variances: the two-party rule
+        self.dealer = ChainDealer(n, dims, scale_bits=f, seeds=fed._chain_seeds(call, self.slice, self.k))
         self.mailbox = {name: [] for name in self.names}
         self.masked: dict = {}
         self.done = False
@@ -520,8 +537,8 @@ class _ChainRun:
             nonce, box = seal(key, message.seed, f"chain-dealer|{call}|{name}".encode())
             sealed, extra = {"sealed_seed": box}, {}
             if message.position >= 3:
-                share_nonce, sealed["sealed_share"] = seal(key, self.dealer.explicit_share(message.position).tobytes(),
-                                                           f"chain-share|{call}|{name}".encode())
+                share_nonce, sealed["sealed_share"] = seal(key, pack_words(self.dealer.explicit_share(message.position),
+                                                                           f), f"chain-share|{call}|{name}".encode())
                 extra["share_nonce"] = share_nonce.hex()
             requests[name] = fed._request(
                 sealed, op="chain_open", call=call, r=list(r), attrs=list(attrs), chain=chain, nonce=nonce.hex(),
@@ -529,19 +546,26 @@ class _ChainRun:
 
     def receive(self, t: int, replies: dict) -> None:
         """Read round ``t``'s replies: sealed matrices into the recipients' mailboxes, masked shares kept."""
-        from .secure_chain import chain_active, chain_sends
+        from .secure_chain import chain_active, chain_matrix_width, chain_sends
 
         if self.done:
             return
+        f = self.dealer.scale_bits
         for p, name in enumerate(self.names, start=1):
             if not chain_active(self.k, p, t):
                 continue
-            packet = unpack(replies[name], kinds=("ChainBoxes",), sender=name)
+            # Each box's size from the public layout: roster size x the matrix's width x word bytes.
+            sizes = {self.names[q - 1]: _box_bytes(self.n * chain_matrix_width(self.dims, p, q), f)
+                     for q in chain_sends(self.k, p, t)}
+            packet = unpack(replies[name], kinds=("ChainBoxes",), sender=name,
+                            max_bytes=max(_wire.MAX_BYTES, sum(sizes.values()) + _wire.PACKET_ALLOWANCE))
             boxes = packet.fields.get("boxes")
             want = [self.names[q - 1] for q in chain_sends(self.k, p, t)]
             if not isinstance(boxes, list) or sorted(b.get("to") for b in boxes if isinstance(b, dict)) != \
-                    sorted(want) or set(packet.arrays) - {"values"} != {f"box{i}" for i in range(len(boxes))}:
-                raise MessageError(name, f"its k-party product matrices are not addressed to {want}.")
+                    sorted(want) or set(packet.arrays) - {"values"} != {f"box{i}" for i in range(len(boxes))} or \
+                    any(packet.arrays[f"box{i}"].size != sizes[b["to"]] for i, b in enumerate(boxes)):
+                raise MessageError(name, f"its k-party product matrices are not addressed to {want} or do not have "
+                                         "their layout's sizes.")
             for i, box in enumerate(boxes):
                 self.mailbox[box["to"]].append({"from": name, "nonce": box.get("nonce"),
                                                 "ciphertext": packet.arrays[f"box{i}"].tobytes()})

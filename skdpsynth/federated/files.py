@@ -61,6 +61,7 @@ from ..domain import Domain
 from .party_job import PartyJob
 from .curator import FederatedData, VerticalFederatedData, vertical_parties
 from .runtime import CURATOR, PartyHost, PartyServer, _Backend
+from . import wire as _wire
 from .wire import MessageError, unpack
 
 __all__ = ["JOB_FORMAT", "read_job", "write_job", "FileBackend", "WaitingForParties", "FileFederatedData",
@@ -554,7 +555,9 @@ def answer_requests(job: dict, name: str, data, exchange, state_folder, *, noise
         if reply_path.exists():
             continue
         request = request_path.read_bytes()
-        op = unpack(request, kinds=("Request",), sender=CURATOR).fields.get("op")
+        # The request's size limit is the one the server applies: derived from its job and open product.
+        op = unpack(request, kinds=("Request",), sender=CURATOR, max_bytes=_wire.MAX_BYTES,
+                    size_limit=server._request_limit).fields.get("op")
         if op in ("chain_open", "chain_step"):
             # A k-party product's state (its share of the chain, n x cells words) lives in the party's process
             # between rounds; this role restarts between rounds and does not persist it yet.

@@ -296,9 +296,11 @@ class Party:
         releases = self.chain_releases
         if releases:
             noise = _to_chain_layout(_noise_share(variance, self._domain.size(r), rng), self._domain, r, groups)
-        outgoing, share = self._chain.step(received, noise)
-        if self._chain.next_round >= self._chain.k:
+        chain = self._chain
+        outgoing, share = chain.step(received, noise)
+        if chain.next_round >= chain.k:
             self._chain = None
         masked = None if share is None else self._secure.mask_encoded(share, public_keys, round_id,
-                                                                        participants=list(participants))
+                                                                        participants=list(participants),
+                                                                        scale_bits=chain.scale_bits)
         return outgoing, masked

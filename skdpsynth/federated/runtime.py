@@ -58,6 +58,7 @@ from ..privacy.randomness import SystemRandomGenerator
 from ..utils import moved_names
 from .messages import SliceCount
 from .party_job import PartyJob
+from . import wire as _wire
 from .wire import MessageError, pack, to_bytes, unpack
 
 # Names moved to other modules (doc/changelog.md): importable from here, with a DeprecationWarning, until 0.2.
@@ -383,7 +384,8 @@ class PartyServer:
     # -- entry point -------------------------------------------------------------------------------
     def handle(self, request: bytes) -> bytes:
         """Answer one request packet from the curator (bytes in, bytes out)."""
-        packet = unpack(request, kinds=("Request",), sender=CURATOR)
+        packet = unpack(request, kinds=("Request",), sender=CURATOR, max_bytes=_wire.MAX_BYTES,
+                        size_limit=self._request_limit)
         op = packet.fields.get("op")
         handler = {"setup": self._setup, "measure": self._measure, "product_open": self._product_open,
                    "product_share": self._product_share, "chain_open": self._chain_open,
@@ -443,6 +445,54 @@ class PartyServer:
         if self.noise == "curator":
             return np.random.default_rng(np.random.SeedSequence([self._seed, int(call), self._number]))
         return SystemRandomGenerator()
+
+    # -- sizes a request may have -------------------------------------------------------------------
+    @staticmethod
+    def _box_bytes(words: int, scale_bits: int) -> int:
+        """The exact size of a sealed matrix of ``words`` words at ``scale_bits`` (relay_word_bytes each)."""
+        from .secure_aggregation import SEAL_OVERHEAD
+        from .secure_product import relay_word_bytes
+
+        return words * relay_word_bytes(scale_bits) + SEAL_OVERHEAD
+
+    def _relay_box_bytes(self, pending: dict) -> int:
+        """The size of the peer's sealed masked input for the open two-party product (job and ring only)."""
+        t = pending["triple"]
+        return self._box_bytes(int(t["n"]) * int(t["d2"] if t["role"] == 1 else t["d1"]), int(t["scale_bits"]))
+
+    def _chain_box_bytes(self, sender: int) -> int:
+        """The size of the sealed matrix position ``sender`` sends this party in the open k-party product."""
+        from .secure_chain import chain_matrix_width
+
+        pending = self.pending_chain
+        width = chain_matrix_width(pending["dims"], sender, pending["position"])
+        return self._box_bytes(self.job.n_rows * width, pending["scale_bits"])
+
+    def _request_limit(self, fields: dict) -> int:
+        """How large a request beyond the default limit may be: its sealed matrices as this party's job lays them out.
+
+        Called by :func:`~skdpsynth.federated.wire.unpack` with the request's
+        unvalidated fields, before any array is read.  Only the operations
+        that carry sealed matrices get more than the default limit, and only
+        as many bytes as the open product's public layout gives (roster size,
+        cells, word bytes of its ring): never a size the curator states.
+        """
+        from .secure_chain import chain_receives
+        from .secure_product import SCALE_BITS_CHOICES
+
+        op, payload = fields.get("op"), 0
+        if self.job is None or self._number is None:
+            return 0
+        if op == "product_share" and self.pending_product is not None:
+            payload = self._relay_box_bytes(self.pending_product)
+        elif op == "chain_step" and self.pending_chain is not None and self.party._chain is not None:
+            chain = self.party._chain
+            payload = sum(self._chain_box_bytes(q) for q in chain_receives(chain.k, chain.position, chain.next_round))
+        elif op == "chain_open" and isinstance(fields.get("chain"), dict) and \
+                fields["chain"].get("scale_bits") in SCALE_BITS_CHOICES:
+            _, position, n, dims = self.job.chain_layout(self.job.marginal(fields.get("r")))
+            payload = self._box_bytes(n * math.prod(dims[1:position]), fields["chain"]["scale_bits"])
+        return payload + _wire.PACKET_ALLOWANCE if payload else 0
 
     # -- operations --------------------------------------------------------------------------------
     def _setup(self, fields: dict, arrays: dict) -> bytes:
@@ -508,18 +558,18 @@ class PartyServer:
 
     def _product_open(self, fields: dict, arrays: dict) -> bytes:
         from . import secure_aggregation
-        from .secure_product import DEFAULT_SCALE_BITS, RELAY_SCALE_BITS, TripleSeed
+        from .secure_product import SCALE_BITS_CHOICES, TripleSeed, pack_words
 
         call, peer, t = self._count(fields["call"], "the call number"), fields["peer"], fields["triple"]
         r = self.job.marginal(fields["r"])
         attrs = self.job.check_attrs(r, fields["attrs"])
         role = t["role"]
         first, second, n, d1, d2 = self.job.product_layout(r, role, peer)
-        # Either ring is safe for the party (secure_product.product_scale_bits): the release is C + noise either
-        # way; the 32-bit one halves the relay, and its encoding refuses a noise share outside its range.
-        if (t["n"], t["d1"], t["d2"]) != (n, d1, d2) or t["scale_bits"] not in (DEFAULT_SCALE_BITS,
-                                                                                 RELAY_SCALE_BITS) or set(t) != \
-                {"role", "n", "d1", "d2", "scale_bits"}:
+        # Every ring of SCALE_BITS_CHOICES is safe for the party (secure_product.product_scale_bits): the release
+        # is C + noise in each; a narrower one shrinks the relay, and its encoding refuses a noise share outside
+        # its range.  The word width follows from the ring (relay_word_bytes), the sizes from the job.
+        if (t["n"], t["d1"], t["d2"]) != (n, d1, d2) or t["scale_bits"] not in SCALE_BITS_CHOICES or \
+                type(t["scale_bits"]) is not int or set(t) != {"role", "n", "d1", "d2", "scale_bits"}:
             raise MessageError(CURATOR, f"the secure product offered to party {self.name!r} does not have the "
                                         "dimensions its job gives (roster size, the two parties' cells).")
         dealer_key = self.party._secure.pairwise_key(CURATOR, self._curator_key, purpose=DEALER_PURPOSE)
@@ -534,7 +584,7 @@ class PartyServer:
         relay_key = self.party._secure.pairwise_key(peer, self._peer_key(peer, fields["peer_key"]),
                                                     purpose=RELAY_PURPOSE)
         context = f"relay|{call}|{self.name}->{peer}".encode()
-        nonce, box = secure_aggregation.seal(relay_key, masked.tobytes(), context)
+        nonce, box = secure_aggregation.seal(relay_key, pack_words(masked, triple.scale_bits), context)
         return pack("Sealed", sender=self.name,
                     fields={"recipient": peer, "nonce": _hex(nonce), "shape": list(masked.shape)},
                     arrays={"ciphertext": np.frombuffer(box, dtype=np.uint8)})
@@ -572,19 +622,24 @@ class PartyServer:
                 keys[self.name] != self.party.public_key:
             raise MessageError(CURATOR, f"the public keys sent to party {self.name!r} are not its own and its "
                                         "peer's of this session.")
-        variance = self._variance(fields)
-        d_other = d2 if pending["triple"]["role"] == 1 else d1
-        relay_key = self.party._secure.pairwise_key(peer, keys[peer], purpose=RELAY_PURPOSE)
-        plain = open_sealed(relay_key, _unhex(CURATOR, fields["nonce"], "nonce"), arrays["ciphertext"].tobytes(),
-                            f"relay|{call}|{peer}->{self.name}".encode(), sender=peer)
-        from .secure_product import relay_dtype
+        from .secure_product import product_scale_bits, unpack_words
 
-        other = np.frombuffer(plain, dtype=relay_dtype(int(pending["triple"]["scale_bits"])))
-        if other.size != n * d_other:
+        variance, f = self._variance(fields), int(pending["triple"]["scale_bits"])
+        if f > product_scale_bits(n, [variance]):
+            raise MessageError(CURATOR, f"party {self.name!r} refuses the product's fixed point: its own noise "
+                                        "share's variance does not fit the narrow ring chosen for it.")
+        ciphertext = arrays["ciphertext"]
+        if ciphertext.size != self._relay_box_bytes(pending):
             raise MessageError(peer, "its sealed product input does not have the product's dimensions.")
+        relay_key = self.party._secure.pairwise_key(peer, keys[peer], purpose=RELAY_PURPOSE)
+        plain = open_sealed(relay_key, _unhex(CURATOR, fields["nonce"], "nonce"), ciphertext.tobytes(),
+                            f"relay|{call}|{peer}->{self.name}".encode(), sender=peer)
+        del ciphertext, arrays["ciphertext"]              # the box is read: do not keep a second copy around
+        other = unpack_words(plain, f, (n, d2 if pending["triple"]["role"] == 1 else d1))
+        del plain
         self._resume_product(call)
         self._spend(variance)
-        masked = self.party.product_share(other.reshape(n, d_other), r, first, second, variance, self._rng(call),
+        masked = self.party.product_share(other, r, first, second, variance, self._rng(call),
                                           keys, self._count(fields["round_id"], "the round"), participants)
         self.pending_product = None
         return pack("MaskedInput", sender=self.name,
@@ -597,14 +652,17 @@ class PartyServer:
     def _chain_open(self, fields: dict, arrays: dict) -> bytes:
         """Round 0 of a k-party product: open the dealer's sealed seed (and share), seal what it sends."""
         from .secure_chain import ChainSeed
-        from .secure_product import DEFAULT_SCALE_BITS
+        from .secure_product import SCALE_BITS_CHOICES, unpack_words
 
         call = self._count(fields["call"], "the call number")
         r = self.job.marginal(fields["r"])
         attrs = self.job.check_attrs(r, fields["attrs"])
         members, position, n, dims = self.job.chain_layout(r)
         names = [p for p, _ in members]
-        if fields["chain"] != {"parties": names, "n": n, "dims": list(dims), "scale_bits": DEFAULT_SCALE_BITS}:
+        f = fields["chain"].get("scale_bits") if isinstance(fields["chain"], dict) else None
+        # Any ring of SCALE_BITS_CHOICES is safe (the release is C + noise in each); the rest is the job's.
+        if type(f) is not int or f not in SCALE_BITS_CHOICES or \
+                fields["chain"] != {"parties": names, "n": n, "dims": list(dims), "scale_bits": f}:
             raise MessageError(CURATOR, f"the k-party product offered to party {self.name!r} does not have the "
                                         "order and dimensions its job gives (parties, roster size, cells).")
         peer_keys = fields["peer_keys"]
@@ -618,31 +676,32 @@ class PartyServer:
                            f"chain-dealer|{call}|{self.name}".encode(), sender=CURATOR)
         explicit = None
         if position >= 3:
-            plain = open_sealed(dealer_key, _unhex(CURATOR, fields["share_nonce"], "share_nonce"),
-                                arrays["sealed_share"].tobytes(), f"chain-share|{call}|{self.name}".encode(),
-                                sender=CURATOR)
             width = math.prod(dims[1:position])
-            explicit = np.frombuffer(plain, dtype=np.uint64)
-            if explicit.size != n * width:
+            box = arrays["sealed_share"]
+            if box.size != self._box_bytes(n * width, f):
                 raise MessageError(CURATOR, f"the explicit triple share sent to party {self.name!r} does not have "
                                             "the dimensions its job gives.")
-            explicit = explicit.reshape(n, width)
+            plain = open_sealed(dealer_key, _unhex(CURATOR, fields["share_nonce"], "share_nonce"), box.tobytes(),
+                                f"chain-share|{call}|{self.name}".encode(), sender=CURATOR)
+            explicit = unpack_words(plain, f, (n, width), np.uint64)
         elif "sealed_share" in arrays or "share_nonce" in fields:
             raise MessageError(CURATOR, f"party {self.name!r} at chain position {position} takes no explicit share.")
-        message = ChainSeed(position=position, seed=seed, n=n, dims=dims, scale_bits=DEFAULT_SCALE_BITS)
+        message = ChainSeed(position=position, seed=seed, n=n, dims=dims, scale_bits=f)
         outgoing = self.party.chain_open(message, attrs, explicit)
-        self.pending_chain = {"call": call, "r": list(r), "members": members}
-        return self._chain_reply(call, names, outgoing, None)
+        self.pending_chain = {"call": call, "r": list(r), "members": members, "position": position,
+                              "dims": list(dims), "scale_bits": f}
+        return self._chain_reply(call, names, outgoing, None, f)
 
-    def _chain_reply(self, call: int, names: list, outgoing: dict, masked) -> bytes:
+    def _chain_reply(self, call: int, names: list, outgoing: dict, masked, scale_bits: int) -> bytes:
         """The matrices for the other parties, each sealed under the pair's key, and the masked share (if any)."""
         from . import secure_aggregation
+        from .secure_product import pack_words
 
         boxes, out_arrays = [], {}
         for i, (position, matrix) in enumerate(sorted(outgoing.items())):
             peer = names[position - 1]
             key = self.party._secure.pairwise_key(peer, bytes.fromhex(self.peer_keys[peer]), purpose=RELAY_PURPOSE)
-            nonce, box = secure_aggregation.seal(key, np.ascontiguousarray(matrix).tobytes(),
+            nonce, box = secure_aggregation.seal(key, pack_words(matrix, scale_bits),
                                                  f"chain|{call}|{self.name}->{peer}".encode())
             boxes.append({"to": peer, "nonce": _hex(nonce)})
             out_arrays[f"box{i}"] = np.frombuffer(box, dtype=np.uint8)
@@ -660,8 +719,12 @@ class PartyServer:
                 self.party._chain is None or fields["round"] != self.party._chain.next_round:
             raise MessageError(CURATOR, f"party {self.name!r} has no open k-party product of this call, marginal "
                                         "and round.")
+        from .secure_chain import chain_matrix_width, chain_receives
+        from .secure_product import product_scale_bits, unpack_words
+
         r, members = tuple(pending["r"]), pending["members"]
         names = [p for p, _ in members]
+        want = chain_receives(len(names), pending["position"], fields["round"])
         received = {}
         for i, box in enumerate(fields["boxes"]):
             sender = box["from"]
@@ -670,12 +733,13 @@ class PartyServer:
                                             "of the product, or twice.")
             key = self.party._secure.pairwise_key(sender, bytes.fromhex(self.peer_keys[sender]),
                                                   purpose=RELAY_PURPOSE)
-            plain = open_sealed(key, _unhex(CURATOR, box["nonce"], "nonce"), arrays[f"box{i}"].tobytes(),
-                                f"chain|{call}|{sender}->{self.name}".encode(), sender=sender)
-            matrix = np.frombuffer(plain, dtype=np.uint64)
-            if matrix.size % self.job.n_rows != 0:      # the exact shape is checked by the ChainParty
+            q, sealed = names.index(sender) + 1, arrays[f"box{i}"]
+            if q not in want or sealed.size != self._chain_box_bytes(q):
                 raise MessageError(sender, "its k-party product matrix does not have the product's dimensions.")
-            received[names.index(sender) + 1] = matrix.reshape(self.job.n_rows, -1)
+            plain = open_sealed(key, _unhex(CURATOR, box["nonce"], "nonce"), sealed.tobytes(),
+                                f"chain|{call}|{sender}->{self.name}".encode(), sender=sender)
+            width = chain_matrix_width(pending["dims"], q, pending["position"])
+            received[q] = unpack_words(plain, pending["scale_bits"], (self.job.n_rows, width), np.uint64)
         if len(arrays) != len(fields["boxes"]):
             raise MessageError(CURATOR, f"a k-party product step to party {self.name!r} carries unnamed arrays.")
         variance, keys = None, None
@@ -690,13 +754,16 @@ class PartyServer:
                 raise MessageError(CURATOR, f"the public keys sent to party {self.name!r} are not its own and its "
                                             "product's parties' of this session.")
             variance = self._variance(fields)
+            if pending["scale_bits"] > product_scale_bits(self.job.n_rows, [variance], n_terms=len(names) + 1):
+                raise MessageError(CURATOR, f"party {self.name!r} refuses the k-party product's fixed point: its own "
+                                            "noise share's variance does not fit the narrow ring chosen for it.")
             self._spend(variance)
         outgoing, masked = self.party.chain_step(
             received, r, [attrs for _, attrs in members], variance, self._rng(call), keys or {},
             self._count(fields["round_id"], "the round") if variance is not None else 0, names)
         if self.party._chain is None:
             self.pending_chain = None
-        return self._chain_reply(call, names, outgoing, masked)
+        return self._chain_reply(call, names, outgoing, masked, pending["scale_bits"])
 
 
 # --------------------------------------------------------------------------- backends

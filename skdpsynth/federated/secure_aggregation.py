@@ -661,6 +661,8 @@ def aggregate_encoded(masked: Mapping[str, MaskedInput], expected: Iterable[str]
 
 # -- sealed point-to-point data (relayed by the curator) -------------------------------------------------------------
 _NONCE_BYTES = 12
+SEAL_OVERHEAD = 16
+"""Bytes :func:`seal` adds to its plaintext (the Poly1305 tag): a receiver derives a box's exact size from it."""
 
 
 def seal(key: bytes, plaintext: bytes, context: bytes) -> tuple[bytes, bytes]:

@@ -89,12 +89,20 @@ each seed and explicit share once and finishes once.
 Traffic
 -------
 
-With ``D_j = d_2 ⋯ d_j`` (``D = D_k``), in ``uint64`` words: the explicit
+With ``D_j = d_2 ⋯ d_j`` (``D = D_k``), in words (:func:`chain_matrix_width`
+gives each party-to-party matrix's width): the explicit
 shares ``n · Σ_{j=3..k} D_j`` (dealer → party ``j``); ``E_1`` to ``k − 1``
 holders, ``n d_1 (k − 1)``; ``E_j`` to ``j − 2`` holders, ``n Σ_j d_j (j −
 2)``; the ``F_m``, ``n Σ_{j=3..k} (j − 2) D_{j−1}``; the ``F'_m``, ``n D (k −
 1)``; ``k`` masked shares of ``d_1 D`` words.  The runtime relays party-to-
 party matrices through the curator (each counted once to it, once from it).
+Every relayed matrix and explicit share travels as words of
+:func:`~skdpsynth.federated.secure_product.relay_word_bytes` bytes (3 at
+``f = 40``): the shares are computed from them by ring operations only and
+used as ``S · 2^f``, so their low ``64 − f`` bits give the same share, bit for
+bit; the federation picks ``f`` by the two-party rule,
+:func:`~skdpsynth.federated.secure_product.product_scale_bits` with
+``n_terms = k + 1`` (public ``n`` and variances).
 
 Ranges
 ------
@@ -127,7 +135,7 @@ from .party_job import chain_order
 from .secure_product import SecureProductError, _expand, matmul_t_mod64
 
 __all__ = ["ChainSeed", "ChainDealer", "ChainParty", "chain_active", "chain_sends",
-           "chain_receives", "secure_chain_product"]
+           "chain_receives", "chain_matrix_width", "secure_chain_product"]
 
 _SEED_BYTES = 32
 _SUB_SEED_LABEL = b"skdpsynth/secure-chain/v1/"
@@ -182,6 +190,31 @@ def chain_receives(k: int, position: int, t: int) -> tuple:
         return ()
     earlier = tuple(range(2, position)) if position >= 3 else ()
     return tuple(sorted((1,) + earlier + tuple(range(max(3, position + 1), k + 1))))
+
+
+def chain_matrix_width(dims: Sequence[int], sender: int, receiver: int) -> int:
+    """Columns of the one matrix the party at position ``sender`` sends to ``receiver`` (``n`` rows).
+
+    ``E_1`` (``d_1``) from position 1; the last holders' ``F'_m`` (``D``) to
+    position 1; ``E_j`` (``d_j``) from ``j`` to an earlier holder; the ``F_m``
+    of step ``j`` (``D_{j−1}``) from a holder to ``j``.  Public: the receiver
+    knows the size of what it may accept before reading it.
+
+    Examples
+    --------
+    >>> dims = (5, 2, 3, 4)
+    >>> [chain_matrix_width(dims, 1, 2), chain_matrix_width(dims, 3, 1), chain_matrix_width(dims, 4, 2),
+    ...  chain_matrix_width(dims, 2, 4)]
+    [5, 24, 4, 6]
+    """
+    k = len(dims)
+    if sender == receiver or not (1 <= sender <= k and 1 <= receiver <= k):
+        raise SecureProductError(f"no matrix goes from position {sender} to {receiver} in a {k}-party chain")
+    if sender == 1:
+        return dims[0]
+    if receiver == 1:
+        return _widths(dims)[-1]
+    return dims[sender - 1] if sender > receiver else _widths(dims)[receiver - 1]
 
 
 def _widths(dims: Sequence[int]) -> list:
@@ -437,6 +470,10 @@ class ChainParty:
     @property
     def position(self) -> int:
         return self._p
+
+    @property
+    def scale_bits(self) -> int:
+        return self._f
 
     @property
     def k(self) -> int:

@@ -66,15 +66,17 @@ decoded count is off by at most ``2 · 2^(−f−1) = 2^(−f)`` per cell (noise
 rounding; none for integer noise, which encodes exactly), plus float64
 rounding when ``|C + noise| > 2^(53−f)``.
 
-Half the relay at ``f = 32``.  A share counts only modulo ``2^(64−f)``
-(it is multiplied by ``2^f``), so at ``f = 32`` the masked inputs ``E``,
-``F`` travel as their low 32 bits (:func:`relay_dtype`), uniform on
-``Z_{2^32}`` to the receiver, and the decodable range becomes ``|C + noise1 +
-noise2| < 2^31``.  The federation picks ``f = 32`` from public quantities
-only, ``n`` and the noise shares' variances (:func:`product_scale_bits`:
-``n < 2^31/3`` and 12 standard deviations of each share below ``2^31/3``;
-a share beyond that makes its party refuse, with probability below
-``2^−102`` per value), else ``f = 24`` with 64-bit words.
+Narrow relay words.  A share counts only modulo ``2^(64−f)`` (it is
+multiplied by ``2^f``), so the masked inputs ``E``, ``F`` need only their low
+``64 − f`` bits: they travel as words of :func:`relay_word_bytes` bytes
+(:func:`pack_words`, :func:`unpack_words`), uniform on ``Z_{2^(64−f)}`` to
+the receiver; in memory they are :func:`relay_dtype` words.  The decodable
+range becomes ``|C + noise1 + noise2| < 2^(63−f)``.  The federation picks
+``f`` from public quantities only, ``n`` and the noise shares' variances
+(:func:`product_scale_bits`): the largest of :data:`SCALE_BITS_CHOICES`
+(40: 3-byte words, 32: 4-byte words, 24: 5-byte words) with ``n`` and 12
+standard deviations of each share below the range's third; a share beyond
+that makes its party refuse, with probability below ``2^−102`` per value.
 
 Examples
 --------
@@ -130,8 +132,12 @@ __all__ = [
     "secure_product",
     "matmul_t_mod64",
     "relay_dtype",
+    "relay_word_bytes",
+    "pack_words",
+    "unpack_words",
     "product_scale_bits",
     "RELAY_SCALE_BITS",
+    "SCALE_BITS_CHOICES",
     "TAIL_SIGMAS",
 ]
 
@@ -140,7 +146,11 @@ _N_TERMS = 3          # C, noise1, noise2 share the decodable range
 _PROCESS_LEDGER: set = set()
 
 RELAY_SCALE_BITS = 32
-"""Fraction bits at which the masked inputs travel as 32-bit words (half of 64): see :func:`relay_dtype`."""
+"""Fraction bits from which the masked inputs are held as 32-bit words in memory: see :func:`relay_dtype`."""
+
+SCALE_BITS_CHOICES = (40, 32, 24)
+"""The fixed points a product may use, narrowest relay first (3-, 4- and 5-byte words): :func:`product_scale_bits`.
+A party accepts any of them (the release is ``C + noise`` in each); it refuses any other."""
 
 TAIL_SIGMAS = 12.0
 """How many standard deviations of a noise share :func:`product_scale_bits` keeps inside the range (two-sided
@@ -148,42 +158,108 @@ Gaussian tail ``2 exp(−72) < 2^−102``; discrete Gaussian shares are sub-Gaus
 
 
 def relay_dtype(scale_bits: int) -> np.dtype:
-    """The word type of the masked inputs ``E``, ``F`` at ``scale_bits`` ``f``: ``uint32`` when ``f ≥ 32``.
+    """The in-memory word type of the masked inputs ``E``, ``F`` at ``scale_bits`` ``f``: ``uint32`` when ``f ≥ 32``.
 
     A share enters the result as ``S · 2^f mod 2^64``, which depends only on
     ``S mod 2^(64−f)``; ``S`` (``Aᵀ F`` or ``Eᵀ V2``) is an integer combination
     of the words of ``F`` or ``E``, so only their low ``64 − f`` bits matter.
-    At ``f ≥ 32`` the low 32 bits suffice: half the bytes of the relay.
+    At ``f ≥ 32`` the low 32 bits hold them.  On the wire the words are
+    narrower still: :func:`relay_word_bytes`.
 
     Examples
     --------
-    >>> relay_dtype(24), relay_dtype(32)
-    (dtype('uint64'), dtype('uint32'))
+    >>> relay_dtype(24), relay_dtype(32), relay_dtype(40)
+    (dtype('uint64'), dtype('uint32'), dtype('uint32'))
     """
     return np.dtype(np.uint32) if _check_f(scale_bits) >= RELAY_SCALE_BITS else np.dtype(np.uint64)
 
 
-def product_scale_bits(n: int, variances) -> int:
-    """The fixed point of a product chosen from public quantities: 32 (32-bit relay) when it is safe, else 24.
+def relay_word_bytes(scale_bits: int) -> int:
+    """Bytes per word of a relayed matrix at ``scale_bits`` ``f``: ``⌈(64 − f) / 8⌉``, all a share depends on.
 
-    At ``f = 32`` the decodable range is ``|C + noise1 + noise2| < 2^31``: the
-    dealer needs ``n < 2^31/3`` and a party's encoding refuses a noise value
-    of ``|x| ≥ 2^31/3``.  The rule takes ``f = 32`` when ``n`` and
-    :data:`TAIL_SIGMAS` standard deviations of every noise share (the public
-    variances the parties are asked for) fit; a share beyond it makes its
-    party refuse (probability below ``2^−102`` per value), never a wrong
-    count.  Whatever the ring, the release is ``C + noise`` (a wrapped sum
-    would be a function of it, post-processing), so the choice affects only
-    traffic and the refusal probability, not privacy.
+    Everything a share is computed from enters it through ring operations,
+    and reduction modulo ``2^(64−f)`` is a ring homomorphism of ``Z_{2^64}``;
+    the share is used only as ``S · 2^f mod 2^64``, a function of
+    ``S mod 2^(64−f)``.  So the low ``64 − f`` bits of every relayed word
+    give the same share, bit for bit (:mod:`~skdpsynth.federated.secure_chain`
+    uses the same rule).
 
     Examples
     --------
-    >>> product_scale_bits(24_000, [1e4, 2e4]), product_scale_bits(24_000, [1e16, 1.0])
-    (32, 24)
+    >>> [relay_word_bytes(f) for f in (40, 32, 24)]
+    [3, 4, 5]
     """
-    bound = max_abs_value(RELAY_SCALE_BITS, _N_TERMS)
-    safe = n < bound and all(TAIL_SIGMAS * float(np.sqrt(v)) < bound for v in variances)
-    return RELAY_SCALE_BITS if safe else DEFAULT_SCALE_BITS
+    return -(-(64 - _check_f(scale_bits)) // 8)
+
+
+def pack_words(matrix: np.ndarray, scale_bits: int) -> bytes:
+    """The low :func:`relay_word_bytes` bytes of every word of ``matrix`` (row-major, little-endian).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = np.array([[1, 2**24 + 5]], dtype=np.uint64)
+    >>> pack_words(m, 40).hex(), unpack_words(pack_words(m, 40), 40, (1, 2)).tolist()
+    ('010000050000', [[1, 5]])
+    """
+    m = np.asarray(matrix)
+    if m.dtype not in (np.uint32, np.uint64):
+        raise SecureProductError(f"pack_words takes uint32 or uint64 words, got {m.dtype}")
+    width = relay_word_bytes(scale_bits)
+    words = np.ascontiguousarray(m).astype(m.dtype.newbyteorder("<"), copy=False).view(np.uint8)
+    words = words.reshape(m.size, m.dtype.itemsize)
+    if width > m.dtype.itemsize:
+        raise SecureProductError(f"{m.dtype} words cannot carry {width} bytes at scale_bits={scale_bits}")
+    return words[:, :width].tobytes()
+
+
+def unpack_words(buffer, scale_bits: int, shape: tuple, dtype=None) -> np.ndarray:
+    """Read back :func:`pack_words`: ``shape`` words (zero-extended) of ``dtype`` (default :func:`relay_dtype`).
+
+    Raises
+    ------
+    SecureProductError
+        If the buffer does not hold exactly ``prod(shape)`` words.
+    """
+    dtype = relay_dtype(scale_bits) if dtype is None else np.dtype(dtype)
+    width, count = relay_word_bytes(scale_bits), int(np.prod(shape, dtype=np.int64))
+    raw = np.frombuffer(buffer, dtype=np.uint8)
+    if raw.size != count * width or width > dtype.itemsize:
+        raise SecureProductError(f"a relayed matrix of shape {tuple(shape)} takes {count * width} bytes at "
+                                 f"scale_bits={scale_bits}, got {raw.size}")
+    out = np.zeros((count, dtype.itemsize), dtype=np.uint8)
+    out[:, :width] = raw.reshape(count, width)
+    return out.view(dtype.newbyteorder("<")).astype(dtype, copy=False).reshape(shape)
+
+
+def product_scale_bits(n: int, variances, n_terms: int = 3) -> int:
+    """The fixed point of a product chosen from public quantities: the largest of :data:`SCALE_BITS_CHOICES` that is safe.
+
+    At ``f`` the decodable range is ``|C + Σ noise| < 2^(63−f)``: the dealer
+    needs ``n < 2^(63−f)/n_terms`` and a party's encoding refuses a noise
+    value of ``|x| ≥ 2^(63−f)/n_terms`` (``n_terms``: the count and the
+    shares, 3 for two parties, ``k + 1`` for ``k``).  The rule takes the
+    largest ``f`` (the narrowest relay words, :func:`relay_word_bytes`) at
+    which ``n`` and :data:`TAIL_SIGMAS` standard deviations of every noise
+    share (the public variances the parties are asked for) fit; a share
+    beyond it makes its party refuse (probability below ``2^−102`` per
+    value), never a wrong count.  Whatever the ring, the release is
+    ``C + noise`` (a wrapped sum would be a function of it, post-processing),
+    so the choice affects only traffic and the refusal probability, not
+    privacy.
+
+    Examples
+    --------
+    >>> product_scale_bits(24_000, [1e4, 2e4]), product_scale_bits(24_000, [1e12, 1.0])
+    (40, 32)
+    >>> product_scale_bits(24_000, [1e16, 1.0]), product_scale_bits(24_000, [1e4] * 4, n_terms=5)
+    (24, 40)
+    """
+    for f in SCALE_BITS_CHOICES:
+        bound = max_abs_value(f, n_terms)
+        if n < bound and all(TAIL_SIGMAS * float(np.sqrt(v)) < bound for v in variances):
+            return f
+    return DEFAULT_SCALE_BITS
 
 
 class SecureProductError(SecureAggregationError):

@@ -728,6 +728,9 @@ PACKET_FORMAT = "skdpsynth-federated-packet"
 """The format name of protocol packets (requests, keys, sealed and masked data), distinct from DP messages."""
 _PACKET_KEYS = {"format", "version", "kind", "sender", "fields", "arrays"}
 _PACKET_DTYPES = tuple(np.dtype(t) for t in (np.float64, np.uint64, np.int64, np.uint8))
+PACKET_ALLOWANCE = 2**20
+"""Bytes a packet may take beyond its sealed payloads (JSON header, .npy and zip headers) when its size is
+derived from a public layout (``unpack(size_limit=...)``)."""
 
 
 @dataclass(frozen=True)
@@ -788,13 +791,37 @@ def pack(kind: str, *, sender: str, fields: Mapping | None = None, arrays: Mappi
 
 
 class _PacketReader(_Reader):
-    def __init__(self, data, kinds, sender, max_bytes, max_members):
+    def __init__(self, data, kinds, sender, max_bytes, max_members, size_limit=None):
         super().__init__(data, None, None, max_bytes, max_members)
         self.sender = sender
         self.kinds = tuple(kinds)
         self.expected_sender = sender
+        self.size_limit = size_limit
+
+    def public_limit(self) -> int:
+        """The limit ``size_limit`` gives for this packet's fields, read from its header alone (within ``max_bytes``)."""
+        ceiling, self.max_bytes = self.max_bytes, len(self.data)
+        self.open()                          # the zip directory only; no array is read but the header
+        if "header" in self.infos and self.infos["header"].file_size > ceiling:
+            self.fail(f"its JSON header exceeds the limit of {ceiling} bytes.")
+        fields = self.json_header().get("fields")
+        if not isinstance(fields, dict):
+            self.fail("the JSON header is malformed: fields must be an object.")
+        try:
+            limit = int(self.size_limit(fields))
+        except MessageError:
+            raise
+        except Exception:
+            self.fail("its fields do not describe a payload whose size the receiver can derive.")
+        if len(self.data) > max(limit, ceiling):
+            self.fail(f"{len(self.data)} bytes exceed the limit of {max(limit, ceiling)} that its public layout "
+                      "gives.")
+        return max(limit, ceiling)
 
     def read_packet(self) -> Packet:
+        if self.size_limit is not None and isinstance(self.data, (bytes, bytearray, memoryview)) and \
+                len(self.data) > self.max_bytes:
+            self.max_bytes = self.public_limit()
         self.open()
         header = self.json_header()
         if set(header) != _PACKET_KEYS:
@@ -847,7 +874,7 @@ def _check_finite_json(reader: _Reader, value) -> None:
 
 
 def unpack(data: bytes, *, kinds: Iterable[str], sender: str | None = None, max_bytes: int = MAX_BYTES,
-           max_members: int = MAX_MEMBERS) -> Packet:
+           max_members: int = MAX_MEMBERS, size_limit=None) -> Packet:
     """Read and validate a protocol packet written by :func:`pack`.
 
     Parameters
@@ -859,15 +886,35 @@ def unpack(data: bytes, *, kinds: Iterable[str], sender: str | None = None, max_
         Who must have sent it.
     max_bytes, max_members : int
         As in :func:`from_bytes`.
+    size_limit : callable, optional
+        For a packet beyond ``max_bytes`` only: called with its JSON fields
+        (read from the header alone, unvalidated) and returning the size the
+        receiver's own copy of the public layout gives such a packet (its
+        sealed payloads plus :data:`PACKET_ALLOWANCE`); the packet is read
+        if it is within that size, refused otherwise.  Never a size the
+        sender states: the callable derives it (e.g. roster size × cells ×
+        word bytes) and may refuse by raising :class:`MessageError`.
 
     Raises
     ------
     MessageError
         Naming the sender, on a malformed archive or header, another format,
         version, kind or sender, arrays that differ from the header or hold
-        non-finite floats.
+        non-finite floats, or a size beyond the limit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data = pack("Sealed", sender="p", fields={"words": 300}, arrays={"box": np.zeros(300, np.uint8)})
+    >>> unpack(data, kinds=("Sealed",), max_bytes=500)
+    Traceback (most recent call last):
+    ...
+    skdpsynth.federated.wire.MessageError: Message from an unknown sender: ... bytes exceed the limit of 500.
+    >>> public = lambda fields: 300 + PACKET_ALLOWANCE          # e.g. from the receiver's own layout
+    >>> unpack(data, kinds=("Sealed",), max_bytes=500, size_limit=public).arrays["box"].size
+    300
     """
-    return _PacketReader(data, kinds, sender, max_bytes, max_members).read_packet()
+    return _PacketReader(data, kinds, sender, max_bytes, max_members, size_limit).read_packet()
 
 
 # --------------------------------------------------------------------------- VertiMRF messages
