@@ -144,6 +144,8 @@ OPTIONS = {
                                                 (UNCHARGED_SELECTION,), None),
     "Hybrid-charge_selection=True": (lambda: _hybrid(charge_selection=True), (), None),
     "Hybrid-init=uniform": (lambda: _hybrid(init="uniform"), (UNCHARGED_SELECTION,), None),
+    "Hybrid-selection_scores=pairs": (lambda: _hybrid(workload=3, selection_scores="pairs"), (UNCHARGED_SELECTION,),
+                                      None),
     "Hybrid-variance_model=paper_bound": (lambda: _hybrid(variance_model="paper_bound", workload=3),
                                           (UNCHARGED_SELECTION,), PaperBoundWarning),
     "Hybrid-n_repeats=2": (lambda: _hybrid(n_repeats=2), (UNCHARGED_SELECTION,), UserWarning),
