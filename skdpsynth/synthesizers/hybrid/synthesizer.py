@@ -441,8 +441,8 @@ class HybridSynthesizer(BaseSynthesizer):
         """None or a recipe: the roster is built from the table's own rows (its size is the private count)."""
         return partition is None or (isinstance(partition, dict) and "slices" not in partition)
 
-    def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
-        columns = list(domain.attrs)
+    def _fit_partition_of(self, codes, columns: list, rng, ledger: PrivacyLedger) -> tuple:
+        """``(remote, simulated, partition)``: who holds what, from FederatedData or from ``partition``."""
         remote = is_remote_data(codes)
         if remote:  # FederatedData: the parties run elsewhere; only their messages reach this process
             if not hasattr(codes, "partition"):
@@ -455,18 +455,34 @@ class HybridSynthesizer(BaseSynthesizer):
                 raise ValueError("Parties that keep their records (FederatedData) need "
                                  "secure_computation='cryptographic': the simulated mode adds their per-record "
                                  "data in this process.")
-            simulated, partition = False, codes.partition
-        else:
-            simulated = self._is_simulated(self._fit_partition)
-            partition = self._resolve_partition(self._fit_partition, codes.shape[0], columns, rng)
+            return True, False, codes.partition
+        simulated = self._is_simulated(self._fit_partition)
+        partition = self._resolve_partition(self._fit_partition, codes.shape[0], columns, rng)
         if simulated and self.protocol == "indicator":
             # Secure-sum variances depend on the layout only; the indicator protocol's on the slice sizes.
             warn_privacy_leak(
                 "protocol='indicator' on a partition simulated from the table: its variance model, which the fit "
                 "uses, reads the exact slice sizes, i.e. the private record count. Give an explicit partition "
                 "(a public roster) or use protocol='secure_sum'.",
-                stacklevel=4, ledger=ledger, description="exact slice sizes of the simulated roster (indicator "
+                stacklevel=5, ledger=ledger, description="exact slice sizes of the simulated roster (indicator "
                 "protocol's variance model)")
+        return False, simulated, partition
+
+    def _warn_repeats(self, e: int, settings: dict, rho: float, to_epsilon) -> None:
+        """The paper's IDMM (``e`` > 1) costs ``e`` times the budget: say what the fit's guarantee then is."""
+        # Measurements cost e times their nominal budget; a charged selection does not repeat. Exact unless
+        # init="oneway" with a charged selection (then see privacy_report_ after the fit).
+        alpha, beta, delta = settings["alpha"], settings["beta"], float(self.delta)
+        share = alpha + (beta if settings["charge_selection"] else 1 - alpha)
+        predicted = (e * share + 1 - share) * rho
+        warnings.warn(
+            f"n_repeats={e} (the paper's IDMM) averages {e} noisy draws per measurement, which costs {e} times "
+            f"the budget: this fit is about ({to_epsilon(predicted, delta):.4g}, {delta:g})-DP, not "
+            f"({self.epsilon:g}, {delta:g})-DP. The ledger charges the true cost (privacy_report_ states it).",
+            UserWarning, stacklevel=4)
+
+    def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
+        remote, simulated, partition = self._fit_partition_of(codes, list(domain.attrs), rng, ledger)
         K, S = partition.n_slices, partition.n_vertical
         settings = self._settings(len(domain))
         alpha, beta = settings["alpha"], settings["beta"]
@@ -474,15 +490,7 @@ class HybridSynthesizer(BaseSynthesizer):
         delta = float(self.delta)
         to_epsilon = cdp_epsilon_loose if self.paper_reproduction else cdp_epsilon
         if e > 1:
-            # Measurements cost e times their nominal budget; a charged selection does not repeat. Exact unless
-            # init="oneway" with a charged selection (then see privacy_report_ after the fit).
-            share = alpha + (beta if settings["charge_selection"] else 1 - alpha)
-            predicted = (e * share + 1 - share) * rho
-            warnings.warn(
-                f"n_repeats={e} (the paper's IDMM) averages {e} noisy draws per measurement, which costs {e} times "
-                f"the budget: this fit is about ({to_epsilon(predicted, delta):.4g}, {delta:g})-DP, not "
-                f"({self.epsilon:g}, {delta:g})-DP. The ledger charges the true cost (privacy_report_ states it).",
-                UserWarning, stacklevel=3)
+            self._warn_repeats(e, settings, rho, to_epsilon)
         seed = int(rng.integers(2**63))
         if remote:
             federation = codes.federation(seed=seed, secure_computation=self.secure_computation)
@@ -502,7 +510,8 @@ class HybridSynthesizer(BaseSynthesizer):
                 use_selection_measurements=settings["use_selection_measurements"],
                 charge_selection=settings["charge_selection"], init=settings["init"], pgm_loss=self.pgm_loss,
                 max_iters=self.max_iters, final_iters=self.final_iters, tol=self.tol,
-                max_model_size=self.max_model_size, selection_scores=self.selection_scores, log=self._log if self.verbose else (lambda message: None))
+                max_model_size=self.max_model_size, selection_scores=self.selection_scores,
+                log=self._log if self.verbose else (lambda message: None))
         self.runtime_ = self._runtime_stats(federation.backend, public_roster=not simulated)
         # Honest accounting: the ledger charges every measurement its true cost, e times its nominal budget.
         rho_true = ledger.total_rho()
