@@ -207,6 +207,45 @@ def _run_dask(args, domain, partition, paths):
     return fitted, startup
 
 
+def _print_table(rows: list[dict], models: dict, cluster_start, n_parties: int) -> None:
+    """The runs side by side, then whether the fits are identical and the distributed overhead."""
+    def mb(value):
+        return "-" if value is None else f"{value / 1e6:.2f}"
+
+    header = (f"{'run':<26}{'fit (s)':>9}{'peak MB':>9}{'party MB':>10}{'ratio':>8}{'requests':>10}"
+              f"{'MB sent':>10}{'MB received':>13}  identical to in-process")
+    print()
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        same = "-" if row["identical"] is None else ("yes" if row["identical"] else "no")
+        requests = "-" if row["requests"] is None else str(row["requests"])
+        peak = f"{row['peak_rss_mb']:.0f}" + ("" if row["peak_rss_of_fit"] else "*")
+        party = "-" if row["party_peak_rss_mb"] is None else f"{row['party_peak_rss_mb']:.0f}"
+        print(f"{LABELS[row['run']]:<26}{row['fit_s']:>9.1f}{peak:>9}{party:>10}{row['ratio']:>8.2f}{requests:>10}"
+              f"{mb(row['bytes_sent']):>10}{mb(row['bytes_received']):>13}  {same}")
+    print("ratio: fit time / in-process cryptographic fit time; identical: same selected marginals and "
+          "bit-identical noisy measurements as the in-process cryptographic fit (curator-seeded noise)")
+    print("peak MB: this process's peak resident memory during the fit (what it already held included"
+          + ("" if all(row["peak_rss_of_fit"] for row in rows) else "; * = its ru_maxrss so far instead")
+          + "); party MB: largest lifetime peak (VmHWM) of a party process")
+    if "simulated" in models:
+        same = (_same_fit(models["cryptographic"], models["simulated"])
+                and list(models["cryptographic"].privacy_ledger_) == list(models["simulated"].privacy_ledger_))
+        print(f"in-process cryptographic fit identical to the simulated one (marginals, measurements, ledger): "
+              f"{'yes' if same else 'no'}")
+    if cluster_start is not None:
+        print(f"dask LocalCluster start ({n_parties} worker processes, not in the fit time): "
+              f"{cluster_start:.1f} s")
+    overhead = {row["run"]: row["ratio"] for row in rows if row["run"] in ("processes", "dask")}
+    if overhead:
+        parts = ", ".join(f"{name} {ratio:.2f}" for name, ratio in overhead.items())
+        met = all(ratio < TARGET_OVERHEAD for ratio in overhead.values())
+        print(f"distributed overhead (fit time / in-process cryptographic fit time): {parts} — target "
+              f"< {TARGET_OVERHEAD:g} ({'met' if met else 'not met'})")
+    print(f"CPU count: {os.cpu_count()}")
+
+
 def main(argv=None) -> list[dict]:
     """Run the benchmark and print its table.
 
@@ -274,43 +313,7 @@ def main(argv=None) -> list[dict]:
         if row["run"] == "dask":
             row["cluster_start_s"] = cluster_start
 
-    def mb(value):
-        return "-" if value is None else f"{value / 1e6:.2f}"
-
-    header = (f"{'run':<26}{'fit (s)':>9}{'peak MB':>9}{'party MB':>10}{'ratio':>8}{'requests':>10}"
-              f"{'MB sent':>10}{'MB received':>13}  identical to in-process")
-    print()
-    print(header)
-    print("-" * len(header))
-    for row in rows:
-        same = "-" if row["identical"] is None else ("yes" if row["identical"] else "no")
-        requests = "-" if row["requests"] is None else str(row["requests"])
-        peak = f"{row['peak_rss_mb']:.0f}" + ("" if row["peak_rss_of_fit"] else "*")
-        party = "-" if row["party_peak_rss_mb"] is None else f"{row['party_peak_rss_mb']:.0f}"
-        print(f"{LABELS[row['run']]:<26}{row['fit_s']:>9.1f}{peak:>9}{party:>10}{row['ratio']:>8.2f}{requests:>10}"
-              f"{mb(row['bytes_sent']):>10}{mb(row['bytes_received']):>13}  {same}")
-    print("ratio: fit time / in-process cryptographic fit time; identical: same selected marginals and "
-          "bit-identical noisy measurements as the in-process cryptographic fit (curator-seeded noise)")
-    print("peak MB: this process's peak resident memory during the fit (what it already held included"
-          + ("" if all(row["peak_rss_of_fit"] for row in rows) else "; * = its ru_maxrss so far instead")
-          + "); party MB: largest lifetime peak (VmHWM) of a party process")
-    if "simulated" in models:
-        same = (_same_fit(models["cryptographic"], models["simulated"])
-                and list(models["cryptographic"].privacy_ledger_) == list(models["simulated"].privacy_ledger_))
-        print(f"in-process cryptographic fit identical to the simulated one (marginals, measurements, ledger): "
-              f"{'yes' if same else 'no'}")
-    if cluster_start is not None:
-        print(f"dask LocalCluster start ({partition.n_parties} worker processes, not in the fit time): "
-              f"{cluster_start:.1f} s")
-    overhead = {row["run"]: row["ratio"] for row in rows if row["run"] in ("processes", "dask")}
-    if overhead:
-        parts = ", ".join(f"{name} {ratio:.2f}" for name, ratio in overhead.items())
-        met = all(ratio < TARGET_OVERHEAD for ratio in overhead.values())
-        print(f"distributed overhead (fit time / in-process cryptographic fit time): {parts} — target "
-              f"< {TARGET_OVERHEAD:g} ({'met' if met else 'not met'})")
-    print(f"CPU count: {os.cpu_count()}")
+    _print_table(rows, models, cluster_start, partition.n_parties)
     return rows
-
-
 if __name__ == "__main__":
     main()
