@@ -653,6 +653,22 @@ class ReplayFederation:
         return reply
 
 
+def _party_hosts(hosts: Mapping[str, Any], names: list, whose: str) -> dict:
+    """``{party: PartyHost}`` (a bare source becomes a host), naming exactly the parties ``names``."""
+    hosts = {name: host if isinstance(host, PartyHost) else PartyHost(host) for name, host in hosts.items()}
+    if set(names) != set(hosts):
+        raise ValueError(f"hosts must name {whose} exactly: missing {sorted(set(names) - set(hosts))}, "
+                         f"unknown {sorted(set(hosts) - set(names))}.")
+    return hosts
+
+
+def _checked_backend(backend):
+    """``"local"``, ``"processes"`` or a ``distributed.Client`` (anything else that is not a string)."""
+    if isinstance(backend, str) and backend not in ("local", "processes"):
+        raise ValueError(f"backend must be 'local', 'processes' or a distributed.Client, got {backend!r}.")
+    return backend
+
+
 class FederatedData:
     """Hybrid-partitioned data that stay with their parties: ``HybridSynthesizer().fit(FederatedData(...))``.
 
@@ -697,14 +713,8 @@ class FederatedData:
         self.domain = domain if isinstance(domain, Domain) else Domain.from_dict(dict(domain))
         self.partition = HybridPartition.coerce(partition)
         self.partition.validate(list(self.domain.attrs), self.partition.n_rows)
-        self.hosts = {name: host if isinstance(host, PartyHost) else PartyHost(host) for name, host in hosts.items()}
-        names = [p.name for p in self.partition.parties()]
-        if set(names) != set(self.hosts):
-            raise ValueError(f"hosts must name the partition's parties exactly: missing {sorted(set(names) - set(self.hosts))}, "
-                             f"unknown {sorted(set(self.hosts) - set(names))}.")
-        if isinstance(backend, str) and backend not in ("local", "processes"):
-            raise ValueError(f"backend must be 'local', 'processes' or a distributed.Client, got {backend!r}.")
-        self.backend = backend
+        self.hosts = _party_hosts(hosts, [p.name for p in self.partition.parties()], "the partition's parties")
+        self.backend = _checked_backend(backend)
 
     def __repr__(self) -> str:
         where = self.backend if isinstance(self.backend, str) else "dask"
@@ -824,14 +834,8 @@ class VerticalFederatedData:
             raise ValueError(f"n_rows must be a positive integer (the public number of records) or None, got "
                              f"{n_rows!r}.")
         self.n_rows = None if n_rows is None else int(n_rows)
-        self.hosts = {name: host if isinstance(host, PartyHost) else PartyHost(host) for name, host in hosts.items()}
-        names = [name for name, _ in self.parties]
-        if set(names) != set(self.hosts):
-            raise ValueError(f"hosts must name the parties exactly: missing {sorted(set(names) - set(self.hosts))}, "
-                             f"unknown {sorted(set(self.hosts) - set(names))}.")
-        if isinstance(backend, str) and backend not in ("local", "processes"):
-            raise ValueError(f"backend must be 'local', 'processes' or a distributed.Client, got {backend!r}.")
-        self.backend = backend
+        self.hosts = _party_hosts(hosts, [name for name, _ in self.parties], "the parties")
+        self.backend = _checked_backend(backend)
 
     def __repr__(self) -> str:
         where = self.backend if isinstance(self.backend, str) else "dask"
