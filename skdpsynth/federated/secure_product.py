@@ -220,6 +220,17 @@ def unpack_words(buffer, scale_bits: int, shape: tuple, dtype=None) -> np.ndarra
     ------
     SecureProductError
         If the buffer does not hold exactly ``prod(shape)`` words.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> words = np.array([[7, 2**40 + 9]], dtype=np.uint64)          # 3-byte words keep the low 24 bits
+    >>> unpack_words(pack_words(words, 40), 40, (1, 2)).tolist()
+    [[7, 9]]
+    >>> unpack_words(bytes(5), 40, (1, 2))
+    Traceback (most recent call last):
+    ...
+    skdpsynth.federated.secure_product.SecureProductError: a relayed matrix of shape (1, 2) takes 6 bytes at scale_bits=40, got 5
     """
     dtype = relay_dtype(scale_bits) if dtype is None else np.dtype(dtype)
     width, count = relay_word_bytes(scale_bits), int(np.prod(shape, dtype=np.int64))

@@ -10,11 +10,12 @@ Modules, in pipeline order:
 
 * :mod:`.rounds` — the curator's side of Algorithm 2 (§4.3): the selection measurements, then rounds of
   selection, DMM measurement and Private-PGM estimation on the shared round driver, with the annealed budget
-  schedule (:func:`randdpgen`, :func:`budget_schedule`);
+  schedule (:func:`randdpgen`, :func:`budget_schedule`; :func:`selection_parts`, what scores a candidate);
 * :mod:`.synthesizer` — :class:`HybridSynthesizer`, the estimator: the parties and their partition, the
   protocol, the budget and its honest report.
 """
-from .rounds import PaperBoundWarning, RandDPGenResult, budget_schedule, randdpgen
+from .rounds import SELECTION_SCORES, PaperBoundWarning, RandDPGenResult, budget_schedule, randdpgen, selection_parts
 from .synthesizer import HybridSynthesizer
 
-__all__ = ["HybridSynthesizer", "randdpgen", "RandDPGenResult", "budget_schedule", "PaperBoundWarning"]
+__all__ = ["HybridSynthesizer", "randdpgen", "RandDPGenResult", "budget_schedule", "selection_parts", "SELECTION_SCORES",
+           "PaperBoundWarning"]

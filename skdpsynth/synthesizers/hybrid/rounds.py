@@ -36,7 +36,7 @@ from ...utils import check_memory
 from ..rounds import LedgerBudget, Round, fit_in_rounds
 from ..select_measure import filter_by_model_size
 
-__all__ = ["randdpgen", "RandDPGenResult", "budget_schedule", "selection_parts", "SELECTION_SCORES", "PaperBoundWarning"]
+__all__ = ["randdpgen", "RandDPGenResult", "budget_schedule", "selection_parts", "PaperBoundWarning"]
 
 Clique = tuple[str, ...]
 
