@@ -11,7 +11,7 @@ from .estimation import EstimationInfo, Measurement, minimum_variance_total, mir
 from .inference import belief_propagation, variable_elimination
 from .junction_tree import JunctionTree, elimination_order, model_size_mb
 from .model import GraphicalModel
-from .sampling import randomized_round, sample_model
+from .sampling import randomized_round, sample_model, sample_restricted
 
 __all__ = [
     "EstimationInfo",
@@ -25,5 +25,6 @@ __all__ = [
     "model_size_mb",
     "randomized_round",
     "sample_model",
+    "sample_restricted",
     "variable_elimination",
 ]

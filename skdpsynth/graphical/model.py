@@ -398,6 +398,65 @@ class GraphicalModel:
         """Memory of the junction-tree tables, MiB at float64."""
         return self.junction_tree.size_mb()
 
+    def restrict(self, allowed: Mapping[str, np.ndarray]) -> "GraphicalModel":
+        """The model given that each attribute in ``allowed`` takes one of its allowed values.
+
+        Each attribute's domain shrinks to its allowed values (code ``k`` of
+        the result is the ``k``-th allowed value, ``np.flatnonzero(mask)[k]``)
+        and every potential is sliced to them, so the result is exactly the
+        conditional distribution ``p(x | x_a ∈ A_a for every a)``, scaled to
+        the same total.  Post-processing: it reads the model only.
+
+        Parameters
+        ----------
+        allowed : mapping of attribute to bool array
+            One mask over the attribute's codes; at least one value allowed.
+
+        Returns
+        -------
+        GraphicalModel
+            Over the restricted domain.
+
+        Raises
+        ------
+        ValueError
+            If an attribute is not in the domain, a mask has the wrong shape
+            or allows nothing, or the model gives the condition probability 0.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skdpsynth import Domain
+        >>> from skdpsynth.graphical import GraphicalModel
+        >>> dom = Domain(["a", "b"], [2, 2])
+        >>> model = GraphicalModel(dom, {("a", "b"): np.log([[1.0, 1.0], [1.0, 5.0]])}, total=80)
+        >>> given = model.restrict({"a": np.array([False, True])})
+        >>> given.domain, (given.project(["b"]) / given.total).round(4).tolist()     # p(b | a = 1)
+        (Domain(a=1, b=2), [0.1667, 0.8333])
+        """
+        masks = {}
+        for attr, mask in allowed.items():
+            if attr not in self.domain:
+                raise ValueError(f"Cannot condition on {attr!r}: not an attribute of the model.")
+            mask = np.asarray(mask, dtype=bool)
+            if mask.shape != (self.domain[attr],) or not mask.any():
+                raise ValueError(f"The condition on {attr!r} must allow at least one of its {self.domain[attr]} "
+                                 f"values (a mask of that length), got shape {mask.shape} allowing {int(mask.sum())}.")
+            masks[attr] = mask
+        domain = Domain(self.domain.attrs, [int(masks[a].sum()) if a in masks else n
+                                            for a, n in zip(self.domain.attrs, self.domain.shape)])
+        potentials = {}
+        for clique, table in self.potentials.items():
+            index = tuple(masks.get(a, slice(None)) for a in clique)
+            sliced = table
+            for axis, keep in enumerate(index):   # one axis at a time: boolean masks do not broadcast together
+                if not isinstance(keep, slice):
+                    sliced = np.compress(keep, sliced, axis=axis)
+            if sliced.size and not np.isfinite(sliced).any():
+                raise ValueError("The model gives these conditions probability 0: no record can satisfy them.")
+            potentials[clique] = sliced
+        return GraphicalModel(domain, potentials, self.total)
+
     def synthetic_data(self, n_records: int | None = None, method: str = "round", random_state=None) -> np.ndarray:
         """Integer codes of ``n_records`` synthetic records (default ``round(total)``).
 

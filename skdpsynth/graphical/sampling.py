@@ -198,3 +198,40 @@ def sample_model(model, n_records: int | None = None, method: str = "round", ran
             data[:, dom.index(attr)] = conditional_draw(group, table, method, rng) if n else 0
             done.add(attr)
     return np.ascontiguousarray(data)
+
+
+def sample_restricted(model, allowed, n_records: int, method: str = "round", random_state=None) -> np.ndarray:
+    """Synthetic records from ``model`` given that each attribute in ``allowed`` takes an allowed value.
+
+    Draws from :meth:`GraphicalModel.restrict <skdpsynth.graphical.GraphicalModel.restrict>` and maps each
+    restricted code back to its value, so every record meets the conditions.
+
+    Parameters
+    ----------
+    model : GraphicalModel
+    allowed : mapping of attribute to bool array
+        One mask over each conditioned attribute's codes.
+    n_records : int
+    method : {"round", "sample"}
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of int, shape (n_records, len(model.domain)), columns in domain order
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import GraphicalModel, sample_restricted
+    >>> dom = Domain(["a", "b"], [3, 2])
+    >>> model = GraphicalModel(dom, {("a", "b"): np.zeros((3, 2))}, total=60)
+    >>> data = sample_restricted(model, {"a": np.array([True, False, True])}, 60, random_state=0)
+    >>> np.bincount(data[:, 0], minlength=3).tolist()
+    [30, 0, 30]
+    """
+    codes = model.restrict(allowed).synthetic_data(n_records, method=method, random_state=random_state)
+    for attr, mask in allowed.items():
+        j = model.domain.index(attr)
+        codes[:, j] = np.flatnonzero(np.asarray(mask, dtype=bool))[codes[:, j]]
+    return codes

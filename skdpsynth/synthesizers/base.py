@@ -277,7 +277,7 @@ class BaseSynthesizer(BaseEstimator):
         return append_target(frame, y)
 
     # -- sample -------------------------------------------------------------
-    def sample(self, n_samples: int | None = None, random_state=None) -> pd.DataFrame:
+    def sample(self, n_samples: int | None = None, random_state=None, *, conditions=None) -> pd.DataFrame:
         """Generate synthetic records (post-processing only: no data, no budget).
 
         Parameters
@@ -288,11 +288,30 @@ class BaseSynthesizer(BaseEstimator):
             Seed of this draw.  ``None`` continues the synthesizer's own stream
             (seeded from ``random_state`` at fit), so repeated calls differ but
             the sequence is reproducible.
+        conditions : dict, optional
+            ``{column: value}`` or ``{column: [values]}``: draw from the
+            model's conditional distribution given that each column takes
+            one of its listed values (every record then satisfies them).
+            The synthesizers with a graphical model (MST, AIM, PPSyn,
+            RandDPGen, VertiMRF) condition it exactly; ``ViewSynthesizer``
+            cannot and says so.  See ``doc/synthesizers.md``, "Conditional
+            sampling".
 
         Returns
         -------
         pandas.DataFrame
             The fitted columns in their order and dtypes (categorical columns with their categories).
+
+        Examples
+        --------
+        >>> from skdpsynth import MSTSynthesizer
+        >>> from skdpsynth.datasets import load_adult
+        >>> adult = load_adult(discretized=True)
+        >>> X = adult.frame[["sex", "relationship", "income>50K"]]
+        >>> mst = MSTSynthesizer(domain=adult.domain.project(X.columns).to_dict(), random_state=0).fit(X)
+        >>> rich = mst.sample(1000, conditions={"income>50K": 1})
+        >>> rich["income>50K"].unique().tolist()
+        [1]
         """
         check_is_fitted(self, "model_")
         if n_samples is None:
@@ -303,9 +322,46 @@ class BaseSynthesizer(BaseEstimator):
                      f"sample(n_samples={int(n_samples):,}) of {len(self._columns)} columns",
                      "Draw fewer records, or draw them in batches: each sample() call continues the "
                      "synthesizer's random stream.")
+        allowed = None if conditions is None else self._condition_masks(conditions)
         rng = self._sample_rng if random_state is None else check_random_state(random_state)
-        codes = self._sample_codes(int(n_samples), rng)
+        codes = (self._sample_codes(int(n_samples), rng) if not allowed
+                 else self._sample_codes_given(int(n_samples), rng, allowed))
         return pd.DataFrame({c.name: c.decode(codes[:, j]) for j, c in enumerate(self._columns)})
+
+    def _condition_masks(self, conditions) -> dict:
+        """``{attribute: bool mask over its codes}`` from ``{column: value or values}``, checked."""
+        if not isinstance(conditions, Mapping):
+            raise TypeError(f"conditions must be a dict {{column: value or list of values}}, got "
+                            f"{type(conditions).__name__}.")
+        columns = {c.name: c for c in self._columns}
+        masks = {}
+        for name, values in conditions.items():
+            if name not in columns:
+                raise ValueError(f"Cannot condition on {name!r}: not a fitted column (columns: {list(columns)}).")
+            column = columns[name]
+            listed = list(values) if isinstance(values, (list, tuple, set, frozenset, np.ndarray, pd.Index)) \
+                else [values]
+            if not listed:
+                raise ValueError(f"The condition on {name!r} lists no value.")
+            codes = np.asarray(column.encode(pd.Series(listed, dtype=object if column.kind != "codes" else None)))
+            if column.kind == "codes" and (codes.dtype.kind not in "iu" or (codes < 0).any()
+                                           or (codes >= column.size).any()):
+                raise ValueError(f"The condition on {name!r} must list codes 0 .. {column.size - 1}, got {listed!r}.")
+            mask = np.zeros(column.size, dtype=bool)
+            mask[codes.astype(np.intp)] = True
+            masks[self.domain_.attrs[self._columns.index(column)]] = mask
+        return masks
+
+    def _sample_codes_given(self, n_samples: int, rng: np.random.Generator, allowed: dict) -> np.ndarray:
+        """Records from the model conditioned on ``allowed`` (a graphical model's; others refuse)."""
+        from ..graphical import GraphicalModel, sample_restricted
+
+        model = getattr(self, "model_", None)
+        if not isinstance(model, GraphicalModel):
+            raise NotImplementedError(f"{type(self).__name__} cannot sample conditionally: its model is not a "
+                                      "graphical model. Sample without conditions and filter, or use MST, AIM, "
+                                      "PPSyn, RandDPGen or VertiMRF.")
+        return sample_restricted(model, allowed, n_samples, getattr(self, "sampling", "round"), rng)
 
     def score(self, X, y=None) -> float:
         """Negative mean 2-way TVD between a synthetic sample and held-out real records (greater is better).

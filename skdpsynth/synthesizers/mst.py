@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..domain import Domain
-from ..graphical import Measurement, mirror_descent
+from ..graphical import Measurement, mirror_descent, sample_restricted
 from ..graphical.estimation import independent_estimate
 from ..marginals import marginals
 from ..params import Options
@@ -100,6 +100,15 @@ class DomainCompression:
         q[-1] = 1.0 / np.sqrt(merged)
         return Measurement(m.clique, y, m.sigma, sp.diags(q).tocsr())
 
+    def allowed(self, masks: dict) -> dict:
+        """Masks over the original codes as masks over the compressed ones (the merged cell if any member is)."""
+        out = {}
+        for a, mask in masks.items():
+            sup = self.supports[a]
+            rare = mask[~sup]
+            out[a] = np.append(mask[sup], rare.any()) if rare.size else mask[sup]
+        return out
+
     def transform(self, codes: np.ndarray) -> np.ndarray:
         if is_lazy_codes(codes):  # out-of-core codes: the same map per partition
             return codes.map_codes(self.transform)
@@ -108,12 +117,14 @@ class DomainCompression:
             out[:, j] = self._forward[a][codes[:, j]]
         return out
 
-    def inverse_transform(self, codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Compressed codes back to original codes; a merged cell becomes one of its cells uniformly at random."""
+    def inverse_transform(self, codes: np.ndarray, rng: np.random.Generator, allowed=None) -> np.ndarray:
+        """Compressed codes back to original codes; a merged cell becomes one of its cells uniformly at random
+        (one of its ``allowed[a]`` cells, if given: the model is uniform inside the merged cell)."""
+        allowed = allowed or {}
         out = np.empty_like(codes)
         for j, a in enumerate(self.original):
             sup = self.supports[a]
-            kept, rare = np.nonzero(sup)[0], np.nonzero(~sup)[0]
+            kept, rare = np.nonzero(sup)[0], np.nonzero(~sup & allowed.get(a, True))[0]
             col = codes[:, j]
             is_rare = col >= kept.size
             res = np.empty(col.size, dtype=np.intp)
@@ -307,3 +318,9 @@ class MSTSynthesizer(BaseSynthesizer):
     def _sample_codes(self, n_samples: int, rng) -> np.ndarray:
         codes = super()._sample_codes(n_samples, rng)
         return codes if self.compression_ is None else self.compression_.inverse_transform(codes, rng)
+
+    def _sample_codes_given(self, n_samples: int, rng, allowed: dict) -> np.ndarray:
+        if self.compression_ is None:
+            return super()._sample_codes_given(n_samples, rng, allowed)
+        codes = sample_restricted(self.model_, self.compression_.allowed(allowed), n_samples, self.sampling, rng)
+        return self.compression_.inverse_transform(codes, rng, allowed)
