@@ -180,7 +180,8 @@ class HybridSynthesizer(BaseSynthesizer):
         ``rho_nominal``, ``rho_true``, ``epsilon_nominal``, ``epsilon_true``,
         ``delta``, ``conversion``, ``n_repeats``.
     refined_workload_, weights_, selection_budgets_ :
-        W*, w_r and ρ_r.
+        W*, w_r and ρ_r (with ``selection_scores="pairs"``, ρ_s of each pair
+        measured for selection).
     selected_, round_budgets_, anneal_events_ : list
         The chosen marginals, the ρ_t of each round and the rounds that annealed.
     n_rounds_ : int
