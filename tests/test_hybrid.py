@@ -404,6 +404,13 @@ def test_a_candidates_pair_score_is_the_sum_of_its_pairs_errors_less_the_expecte
         _RandDPGenRounds.scores = original
     steps, model, candidates, rho_measure, scores = captured["first"]
     assert set(steps.scored) == {p for r in candidates for p in selection_parts([r], "pairs")[r]}
+    # The scores read the parties' noisy replies (the first DMM of each pair), never anything else.
+    released = {}
+    for reply in fed.replies:
+        released.setdefault(tuple(reply.attrs), combine(reply, dom)[0])
+    for p in steps.scored:
+        np.testing.assert_array_equal(steps.selection[p][0], released[p])
+        assert not np.array_equal(steps.selection[p][0], exact_counts(dom, frame.to_numpy(), p))
     for r, score in zip(candidates[:10], scores[:10]):
         expected = 0.0
         for p in itertools.combinations(r, 2):

@@ -37,6 +37,7 @@ costs.  Such a run is labelled ``<method>+exact`` and is never a release.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -110,8 +111,6 @@ def make_synthesizer(method: str, epsilon: float, delta: float, domain: dict, gr
 
 def _exact_selection(train: pd.DataFrame, domain: dict):
     """A context in which RandDPGen's selection reads the exact marginals of ``train`` (diagnosis only)."""
-    import contextlib
-
     from skdpsynth.synthesizers.hybrid.rounds import _RandDPGenRounds
 
     codes, columns = train.to_numpy(np.int64), list(domain)
@@ -149,8 +148,6 @@ def run(name: str, method: str, epsilon: float, seed: int, data_dir: Path, exact
     groups = [columns[:half], columns[half:]]
     delta = 1.0 / len(train)
     synth, fit_kwargs = make_synthesizer(method, epsilon, delta, domain, groups, len(train), seed)
-    import contextlib
-
     diagnosis = _exact_selection(train, domain) if exact_selection else contextlib.nullcontext()
     with warnings.catch_warnings(), diagnosis:
         warnings.simplefilter("ignore")
