@@ -59,9 +59,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from .columns import Column
+from .constraints import constraint_from_dict
 from .pipeline import SynthesisPipeline
 from .preprocessing import TableDiscretizer
-from .preprocessing.table import normalize_schema, private_metadata, schema_from_json
+from .preprocessing.table import _reject_duplicate_keys, normalize_schema, private_metadata, schema_from_json
 from .privacy import ReproducibleNoiseWarning
 from .utils import MemoryLimitError
 
@@ -224,8 +226,13 @@ def _as_categories(text: pd.Series, categories) -> pd.Series:
     return out
 
 
-def _read_schema(path) -> dict:
-    """The canonical schema of a JSON file; a UTF-8 byte order mark (as Windows editors write) is skipped."""
+#: The schema key of the public constraints (doc/constraints.md); a "$" key is never a column.
+CONSTRAINTS_KEY = "$constraints"
+
+
+def _read_schema(path) -> tuple[dict, list | None]:
+    """The canonical schema of a JSON file and its public constraints (its ``"$constraints"`` list, if any); a
+    UTF-8 byte order mark (as Windows editors write) is skipped."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
@@ -237,11 +244,36 @@ def _read_schema(path) -> dict:
         if text.lstrip()[:1] not in ("{", "["):  # schema_from_json would take any other text for a file name
             json.loads(text)
             raise ValueError("A JSON schema must be an object {column: spec}.")
-        return schema_from_json(text)
+        parsed = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+        constraints = parsed.pop(CONSTRAINTS_KEY, None) if isinstance(parsed, dict) else None
+        schema = schema_from_json(json.dumps(parsed) if constraints is not None else text)
+        return schema, _schema_constraints(constraints, schema)
     except json.JSONDecodeError as exc:
         raise _UserError(f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
     except (ValueError, TypeError) as exc:
         raise _UserError(f"{where}: {_one_line(exc)}") from exc
+
+
+def _schema_constraints(constraints, schema: dict) -> list | None:
+    """The schema's constraints, each parsed; they may name categorical columns only (a numeric column's values
+    become bins, which a constraint on raw values does not describe)."""
+    if constraints is None:
+        return None
+    if not isinstance(constraints, list):
+        raise ValueError(f"{CONSTRAINTS_KEY!r} must be a list of constraints, got {type(constraints).__name__}; "
+                         "see doc/constraints.md.")
+    parsed = [constraint_from_dict(spec) for spec in constraints]
+    # Values are checked against the categories the schema lists now, before any budget is spent.
+    listed = {c: Column(c, len(spec["categories"]), "values", pd.Index(spec["categories"]), object)
+              for c, spec in schema.items() if spec.get("categories") is not None}
+    for constraint in parsed:
+        numeric = [c for c in constraint.columns if schema.get(c, {}).get("type") == "numeric"]
+        if numeric:
+            raise ValueError(f"constraint {constraint!r} names numeric columns {numeric}; constraints apply to "
+                             "categorical columns (declare them categorical with their categories).")
+        if all(c in listed for c in constraint.columns):
+            constraint.allowed(listed)
+    return parsed
 
 
 def _check_data(real: pd.DataFrame, schema, args) -> None:
@@ -330,14 +362,16 @@ _bins = _int_or_auto(1)  # --bins
 
 def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins, seed, verbose: int,
                    parties: dict | None = None, view_size="auto", preprocessing_epsilon: float | None = None,
-                   discover_categories: bool = False, max_view_cells: int | None = None):
+                   discover_categories: bool = False, max_view_cells: int | None = None,
+                   constraints: list | None = None):
     """The preprocessing + synthesizer chain the command runs.
 
     Public metadata is free.  With ``preprocessing_epsilon`` the metadata the
     schema lacks is released with DP from that part of ``epsilon`` (and half
     of ``delta`` when categories must be discovered, all of it for the pure
     ε-DP methods, which use none); the synthesizer gets the rest, so the
-    composed guarantee is at most (``epsilon``, ``delta``).
+    composed guarantee is at most (``epsilon``, ``delta``).  ``constraints``
+    (public, the schema's ``"$constraints"``) go to the synthesizer.
     """
     pre_delta = None
     if preprocessing_epsilon is not None:
@@ -357,7 +391,8 @@ def build_pipeline(schema, *, method: str, epsilon: float, delta: float, n_bins,
             extra["party_columns"] = 2 if parties is None else parties
         elif method == "partition-paper":  # the published algorithm: not DP, and the ledger says so
             extra["privacy_mode"] = "paper"
-    synth = _synthesizers()[method](epsilon=epsilon, random_state=seed, verbose=verbose, **extra)
+    synth = _synthesizers()[method](epsilon=epsilon, random_state=seed, verbose=verbose, constraints=constraints,
+                                    **extra)
     table = TableDiscretizer(_with_uniform_bins(schema, n_bins), n_bins=n_bins, epsilon=preprocessing_epsilon,
                              delta=pre_delta, random_state=seed)
     return SynthesisPipeline([("table", table), ("synth", synth)])
@@ -448,7 +483,8 @@ def _run(real: pd.DataFrame, schema, args, title: str, source: str | None = None
                           seed=args.seed, verbose=verbose, parties=args.parties, view_size=args.view_size,
                           preprocessing_epsilon=args.preprocessing_epsilon,
                           discover_categories="categories" in getattr(args, "private_metadata", {}).values(),
-                          max_view_cells=getattr(args, "max_view_cells", None))
+                          max_view_cells=getattr(args, "max_view_cells", None),
+                          constraints=getattr(args, "constraints", None))
     _fit(pipe, train, source, args.method)
     try:
         synthetic = pipe.sample(args.rows)
@@ -588,7 +624,7 @@ def _check_outputs(*options) -> None:
 
 def _synthesize(args) -> int:
     _check_outputs(("-o", args.output), ("--report", args.report))
-    schema = _read_schema(args.schema) if args.schema else None
+    schema, args.constraints = _read_schema(args.schema) if args.schema else (None, None)
     real = _read_input(args.input, schema)
     _check_data(real, schema, args)
     source = f"input file {args.input!r}"

@@ -7,7 +7,7 @@
 - :mod:`.model` — the fitted Markov random field.
 - :mod:`.sampling` — randomized rounding and i.i.d. generation.
 """
-from .estimation import EstimationInfo, Measurement, minimum_variance_total, mirror_descent
+from .estimation import EstimationInfo, Measurement, fit_under_constraints, minimum_variance_total, mirror_descent
 from .inference import belief_propagation, variable_elimination
 from .junction_tree import JunctionTree, elimination_order, model_size_mb
 from .model import GraphicalModel
@@ -20,6 +20,7 @@ __all__ = [
     "Measurement",
     "belief_propagation",
     "elimination_order",
+    "fit_under_constraints",
     "minimum_variance_total",
     "mirror_descent",
     "model_size_mb",

@@ -27,9 +27,10 @@ from . import tables as table_ops
 from .exp_tables import exponentiate, step_table
 from .inference import assemble_potentials, belief_propagation
 from .junction_tree import JunctionTree, broadcast_shape, reduce_axes
-from .model import GraphicalModel
+from .model import _IMPOSSIBLE, GraphicalModel
 
-__all__ = ["Measurement", "mirror_descent", "minimum_variance_total", "independent_estimate", "EstimationInfo"]
+__all__ = ["Measurement", "mirror_descent", "minimum_variance_total", "independent_estimate", "EstimationInfo",
+           "fit_under_constraints"]
 
 
 @dataclass
@@ -384,6 +385,50 @@ def mirror_descent(
         return fit(problem, iters, step_size, tol, backtracking_steps, step_growth, callback, target_loss, start)
 
 
+def fit_under_constraints(model: GraphicalModel, allowed_cells, iters: int = 200) -> GraphicalModel:
+    """The model re-estimated with structural zeros: as close as it can get to its own clique marginals while
+    every forbidden cell has probability 0.
+
+    Multiplying a model by a constraint's indicator (:meth:`GraphicalModel.constrain`) alone redistributes
+    the mass of the forbidden cells in proportion to what is left, which can pull the marginals the method
+    measured away from the measurements (an education level whose number of years the model had spread
+    would lose most of its records).  Here the constrained model is the start of a mirror descent
+    (:func:`mirror_descent`) whose targets are the unconstrained model's marginals on its cliques; the
+    forbidden cells stay at probability 0 throughout.  Post-processing: it reads the model only.
+
+    Parameters
+    ----------
+    model : GraphicalModel
+    allowed_cells : iterable of (sequence of str, bool ndarray)
+        As for :meth:`GraphicalModel.constrain`.
+    iters : int, default=200
+        Mirror-descent iterations.
+
+    Returns
+    -------
+    GraphicalModel
+        Over the same domain and total.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth import Domain
+    >>> from skdpsynth.graphical import GraphicalModel, fit_under_constraints
+    >>> dom = Domain(["level", "years"], [2, 2])
+    >>> spread = GraphicalModel(dom, {("level",): np.log([0.5, 0.5]), ("years",): np.log([0.5, 0.5])}, total=100)
+    >>> fixed = np.eye(2, dtype=bool)                     # each level fixes its years
+    >>> spread.constrain([(("level", "years"), fixed)]).project(["level"]).round(1).tolist()
+    [50.0, 50.0]
+    >>> fit_under_constraints(spread, [(("level", "years"), fixed)]).project(["level", "years"]).round(1).tolist()
+    [[50.0, 0.0], [0.0, 50.0]]
+    """
+    allowed_cells = list(allowed_cells)
+    targets = [Measurement(c, model.project(list(c)).ravel(), 1.0) for c in model.cliques]
+    refit, _ = mirror_descent(model.domain, targets, known_total=model.total,
+                              potentials=model.constrain(allowed_cells), iters=iters)
+    return refit
+
+
 _WARM_START_FLOOR = 30.0
 
 
@@ -467,7 +512,9 @@ class _Problem:
         each: on AIM rounds at ε = 10 that raised the starting loss from 7 900 to 3·10⁸.  So the lift is kept
         only when it does not raise the loss (two belief propagations).
         """
-        floored = {c: np.maximum(v, v.max() - _WARM_START_FLOOR) if v.size else v for c, v in self.theta.items()}
+        # Impossible cells (a constraint's, GraphicalModel.constrain) stay impossible.
+        floored = {c: np.where(v <= _IMPOSSIBLE / 2, v, np.maximum(v, v.max() - _WARM_START_FLOOR)) if v.size else v
+                   for c, v in self.theta.items()}
         if all(np.array_equal(floored[c], v) for c, v in self.theta.items()):
             return
         losses, calibrations = [], []

@@ -8,7 +8,7 @@ attribute sets that no junction-tree clique contains.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -27,6 +27,11 @@ _MESSAGE_MEMO_BYTES = 2**27
 _RELAXED_MESSAGE_CELLS = 2**24
 
 __all__ = ["GraphicalModel"]
+
+
+# The log-potential of an impossible cell.  Finite, unlike -inf, so that belief propagation never meets
+# -inf - (-inf) where every cell of a slice is impossible; exp of it, after any realistic offset, is exactly 0.
+_IMPOSSIBLE = -1e4
 
 
 def _largest_loop(scopes: list[set], output: set, path, sizes) -> int:
@@ -456,6 +461,64 @@ class GraphicalModel:
                 raise ValueError("The model gives these conditions probability 0: no record can satisfy them.")
             potentials[clique] = sliced
         return GraphicalModel(domain, potentials, self.total)
+
+    def constrain(self, allowed_cells: Iterable[tuple[Sequence[str], np.ndarray]]) -> "GraphicalModel":
+        """The model multiplied by the indicator of each set of allowed cells: impossible cells get probability 0.
+
+        For each ``(attrs, mask)`` the model becomes ``p'(x) ∝ p(x) · 1[mask[x_attrs]]``: the
+        log-indicator (``-inf`` on a forbidden cell) joins the potential of a clique that holds ``attrs``,
+        or becomes a clique of its own, and the total stays the same.  This is how public structural
+        constraints (:mod:`skdpsynth.constraints`) enter a fitted model: post-processing, it reads the model
+        only.
+
+        Parameters
+        ----------
+        allowed_cells : iterable of (sequence of str, bool ndarray)
+            The attributes and a mask of their allowed cells, axes in the order of ``attrs``.
+
+        Returns
+        -------
+        GraphicalModel
+            Over the same domain; every forbidden cell has probability exactly 0.
+
+        Raises
+        ------
+        ValueError
+            If a mask has the wrong shape, or the model gives the allowed cells probability 0.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skdpsynth import Domain
+        >>> from skdpsynth.graphical import GraphicalModel
+        >>> dom = Domain(["a", "b"], [2, 2])
+        >>> model = GraphicalModel(dom, {("a",): np.zeros(2), ("b",): np.zeros(2)}, total=90)
+        >>> never_both = np.array([[True, True], [True, False]])      # a = 1 and b = 1 is impossible
+        >>> model.constrain([(("a", "b"), never_both)]).project(["a", "b"]).tolist()
+        [[30.0, 30.0], [30.0, 0.0]]
+        """
+        potentials = dict(self.potentials)
+        for attrs, mask in allowed_cells:
+            attrs = tuple(attrs)
+            mask = np.asarray(mask, dtype=bool)
+            if mask.shape != tuple(self.domain[a] for a in attrs):
+                raise ValueError(f"The allowed cells of {attrs} need a mask of shape "
+                                 f"{tuple(self.domain[a] for a in attrs)}, got {mask.shape}.")
+            clique = self.domain.canonical(attrs)
+            log_mask = np.where(np.transpose(mask, [attrs.index(a) for a in clique]), 0.0, _IMPOSSIBLE)
+            host = next((c for c in potentials if set(clique) <= set(c)), None)
+            if host is None:
+                potentials[clique] = log_mask
+            else:
+                potentials[host] = potentials[host] + log_mask.reshape(broadcast_shape(self.domain, host, clique))
+        constrained = GraphicalModel(self.domain, potentials, self.total)
+        constrained._calibrate()
+        self._calibrate()
+        # log Z' − log Z is the log-probability the model gives the allowed cells.
+        if not constrained._log_partition - self._log_partition > _IMPOSSIBLE / 2:
+            raise ValueError("The model gives the allowed cells probability 0: no record can satisfy the "
+                             "constraints.")
+        return constrained
 
     def synthetic_data(self, n_records: int | None = None, method: str = "round", random_state=None) -> np.ndarray:
         """Integer codes of ``n_records`` synthetic records (default ``round(total)``).

@@ -217,6 +217,12 @@ class AIMSynthesizer(BaseSynthesizer):
         12 for 100); at most the number of attributes; in
         ``selections_per_round_``.
     sampling : {"round", "sample"}, default="round"
+    constraints : list of Constraint or dict, optional
+        Public structural constraints (:mod:`skdpsynth.constraints`): value
+        combinations no synthetic record may have, e.g.
+        ``[{"forbid": {"relationship": "Husband", "sex": "Female"}}]``.  Public
+        metadata, no budget; folded into the fitted model as impossible cells
+        (see ``doc/constraints.md``).
     random_state : None, int or numpy.random.Generator
     verbose : int, default=0
 
@@ -271,6 +277,7 @@ class AIMSynthesizer(BaseSynthesizer):
         scoring_samples="auto",
         selections_per_round="auto",
         sampling: str = "round",
+        constraints=None,
         random_state=None,
         verbose: int = 0,
     ):
@@ -290,6 +297,7 @@ class AIMSynthesizer(BaseSynthesizer):
         self.scoring_samples = scoring_samples
         self.selections_per_round = selections_per_round
         self.sampling = sampling
+        self.constraints = constraints
         self.random_state = random_state
         self.verbose = verbose
 

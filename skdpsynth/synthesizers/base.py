@@ -37,6 +37,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..columns import Column, resolve_columns
+from ..constraints import compile_constraints, violations
 from ..domain import Domain
 from ..marginals import as_codes
 from ..outofcore import is_out_of_core
@@ -113,6 +114,7 @@ class BaseSynthesizer(BaseEstimator):
         "final_iters": [Interval(Integral, 1, None)],
         "sampling": [Options("round", "sample")],
         "tol": [Interval(Real, 0, None)],
+        "constraints": [None, list, tuple],
     }
 
     # zCDP by default (epsilon and delta checked by _check_params); pure-epsilon methods override _privacy_budget.
@@ -189,12 +191,17 @@ class BaseSynthesizer(BaseEstimator):
         if all(isinstance(c.name, str) for c in columns[:n_features]):
             self.feature_names_in_ = np.asarray([c.name for c in columns[:n_features]], dtype=object)
         self.domain_ = domain
+        # Public metadata, compiled against the public domain before anything is spent (doc/constraints.md).
+        constraints = compile_constraints(getattr(self, "constraints", None), columns, domain.attrs)
         try:
             self._fit_codes(codes, domain, ledger, rng, **budget, **fit_params)
         finally:
             del self._public_rng
         del codes, coded, frame, rng  # nothing below may look at the data or the noise
         self._check_spend(ledger, self._charged_budget(budget))
+        self.constraints_ = constraints
+        if constraints:
+            self._apply_constraints(constraints)
         self.privacy_ledger_ = ledger
         if "rho" in budget:
             self.rho_ = budget["rho"]
@@ -324,8 +331,12 @@ class BaseSynthesizer(BaseEstimator):
                      "synthesizer's random stream.")
         allowed = None if conditions is None else self._condition_masks(conditions)
         rng = self._sample_rng if random_state is None else check_random_state(random_state)
-        codes = (self._sample_codes(int(n_samples), rng) if not allowed
-                 else self._sample_codes_given(int(n_samples), rng, allowed))
+        def draw(n: int) -> np.ndarray:
+            return self._sample_codes(n, rng) if not allowed else self._sample_codes_given(n, rng, allowed)
+
+        codes = draw(int(n_samples))
+        if getattr(self, "constraints_", None):
+            codes = self._redraw_violations(codes, draw)
         return pd.DataFrame({c.name: c.decode(codes[:, j]) for j, c in enumerate(self._columns)})
 
     def _condition_masks(self, conditions) -> dict:
@@ -351,6 +362,55 @@ class BaseSynthesizer(BaseEstimator):
             mask[codes.astype(np.intp)] = True
             masks[self.domain_.attrs[self._columns.index(column)]] = mask
         return masks
+
+    # Mirror-descent iterations of the re-estimate under the constraints (on Adult, 200 bring the 2-way TVD
+    # back to the unconstrained model's; see doc/constraints.md).
+    _CONSTRAINED_ITERS = 200
+
+    def _apply_constraints(self, constraints: list) -> None:
+        """Re-estimate a fitted graphical model with the compiled constraints' impossible cells as structural
+        zeros, from its own marginals (post-processing: :func:`skdpsynth.graphical.fit_under_constraints`).
+
+        A model over another domain (MST's compressed one) or of another kind is left as it is; ``sample``
+        redraws the records that break a constraint.
+        """
+        from ..graphical import GraphicalModel, fit_under_constraints
+
+        model = getattr(self, "model_", None)
+        if isinstance(model, GraphicalModel):
+            cells = self._model_allowed_cells(constraints)
+            if cells:
+                self.model_ = fit_under_constraints(model, cells, iters=self._CONSTRAINED_ITERS)
+
+    def _model_allowed_cells(self, constraints: list) -> list:
+        """The constraints' allowed cells over the model's domain (the fitted domain, unless a method maps it)."""
+        return constraints if self.model_.domain == self.domain_ else []
+
+    # Redraws allowed before sample() gives up on a model that almost never meets the constraints.
+    _MAX_REDRAWS = 100
+
+    def _redraw_violations(self, codes: np.ndarray, draw) -> np.ndarray:
+        """Replace the records that break a constraint by fresh draws that meet them all.
+
+        Drawing until the constraints hold is sampling the model conditioned on them.  A model the
+        constraints were folded into never needs it; a ``ViewSynthesizer`` model or an MST cell of merged
+        rare values does.
+        """
+        attrs = self.domain_.attrs
+        bad = violations(codes, self.constraints_, attrs)
+        for _ in range(self._MAX_REDRAWS):
+            n_bad = int(bad.sum())
+            if not n_bad:
+                return codes
+            accept = max(1.0 - n_bad / len(codes), 1e-3)
+            fresh = draw(int(np.ceil(1.2 * n_bad / accept)) + 10)
+            fresh = fresh[~violations(fresh, self.constraints_, attrs)][:n_bad]
+            where = np.flatnonzero(bad)[:len(fresh)]
+            codes[where] = fresh
+            bad[where] = False
+        raise RuntimeError(f"{type(self).__name__}'s model almost never meets the constraints: after "
+                           f"{self._MAX_REDRAWS} redraws some records still break them. Check that the constraints "
+                           "are right, or fit with more budget.")
 
     def _sample_codes_given(self, n_samples: int, rng: np.random.Generator, allowed: dict) -> np.ndarray:
         """Records from the model conditioned on ``allowed`` (a graphical model's; others refuse)."""

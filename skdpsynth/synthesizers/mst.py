@@ -109,6 +109,13 @@ class DomainCompression:
             out[a] = np.append(mask[sup], rare.any()) if rare.size else mask[sup]
         return out
 
+    def allowed_cells(self, attrs: tuple, mask: np.ndarray) -> np.ndarray:
+        """A table of allowed cells over original codes as one over compressed codes (a cell holding merged
+        values is allowed if any of its original cells is; ``sample`` redraws the records that break it)."""
+        compressed = np.zeros(tuple(self.domain[a] for a in attrs), dtype=bool)
+        np.logical_or.at(compressed, np.ix_(*(self._forward[a] for a in attrs)), mask)
+        return compressed
+
     def transform(self, codes: np.ndarray) -> np.ndarray:
         if is_lazy_codes(codes):  # out-of-core codes: the same map per partition
             return codes.map_codes(self.transform)
@@ -163,6 +170,12 @@ class MSTSynthesizer(BaseSynthesizer):
         (``doc/engine.md`` has the measurements).
     sampling : {"round", "sample"}, default="round"
         Randomized rounding (the reference) or i.i.d. sampling.
+    constraints : list of Constraint or dict, optional
+        Public structural constraints (:mod:`skdpsynth.constraints`): value
+        combinations no synthetic record may have, e.g.
+        ``[{"forbid": {"relationship": "Husband", "sex": "Female"}}]``.  Public
+        metadata, no budget; folded into the fitted model as impossible cells
+        (see ``doc/constraints.md``).
     random_state : None, int or numpy.random.Generator
     verbose : int, default=0
         Progress lines on stderr when > 0.
@@ -202,6 +215,7 @@ class MSTSynthesizer(BaseSynthesizer):
         tol: float = 1e-8,
         early_stopping: str | None = None,
         sampling: str = "round",
+        constraints=None,
         random_state=None,
         verbose: int = 0,
     ):
@@ -213,6 +227,7 @@ class MSTSynthesizer(BaseSynthesizer):
         self.tol = tol
         self.early_stopping = early_stopping
         self.sampling = sampling
+        self.constraints = constraints
         self.random_state = random_state
         self.verbose = verbose
 
@@ -314,6 +329,11 @@ class MSTSynthesizer(BaseSynthesizer):
             components.union(a, b)
             tree.append((a, b))
         return tree
+
+    def _model_allowed_cells(self, constraints: list) -> list:
+        if self.compression_ is None:
+            return constraints
+        return [(attrs, self.compression_.allowed_cells(attrs, mask)) for attrs, mask in constraints]
 
     def _sample_codes(self, n_samples: int, rng) -> np.ndarray:
         codes = super()._sample_codes(n_samples, rng)

@@ -144,6 +144,12 @@ class HybridSynthesizer(BaseSynthesizer):
     n_jobs : int, optional
         joblib ``n_jobs`` for the parties' local work: 1 to 4096 workers, or -1 (all cores), -2 (all but one),
         ... down to -4096.
+    constraints : list of Constraint or dict, optional
+        Public structural constraints (:mod:`skdpsynth.constraints`): value
+        combinations no synthetic record may have, e.g.
+        ``[{"forbid": {"relationship": "Husband", "sex": "Female"}}]``.  Public
+        metadata, no budget; folded into the fitted model as impossible cells
+        (see ``doc/constraints.md``).
     random_state : None, int or numpy.random.Generator
     verbose : int, default=0
 
@@ -257,6 +263,7 @@ class HybridSynthesizer(BaseSynthesizer):
         sampling: str = "round",
         secure_computation: str = "simulated",
         n_jobs: int | None = None,
+        constraints=None,
         random_state=None,
         verbose: int = 0,
     ):
@@ -287,6 +294,7 @@ class HybridSynthesizer(BaseSynthesizer):
         self.sampling = sampling
         self.secure_computation = secure_computation
         self.n_jobs = n_jobs
+        self.constraints = constraints
         self.random_state = random_state
         self.verbose = verbose
 

@@ -153,6 +153,12 @@ class PartitionSynthesizer(BaseSynthesizer):
     domain : dict or Domain, optional
         Public domain (see :class:`~skdpsynth.synthesizers.base.BaseSynthesizer`).
     sampling : {"round", "sample"}, default="round"
+    constraints : list of Constraint or dict, optional
+        Public structural constraints (:mod:`skdpsynth.constraints`): value
+        combinations no synthetic record may have, e.g.
+        ``[{"forbid": {"relationship": "Husband", "sex": "Female"}}]``.  Public
+        metadata, no budget; folded into the fitted model as impossible cells
+        (see ``doc/constraints.md``).
     random_state : None, int or numpy.random.Generator
     verbose : int, default=0
 
@@ -222,6 +228,7 @@ class PartitionSynthesizer(BaseSynthesizer):
         selections_per_round="auto",
         domain=None,
         sampling: str = "round",
+        constraints=None,
         random_state=None,
         verbose: int = 0,
     ):
@@ -255,6 +262,7 @@ class PartitionSynthesizer(BaseSynthesizer):
         self.selections_per_round = selections_per_round
         self.domain = domain
         self.sampling = sampling
+        self.constraints = constraints
         self.random_state = random_state
         self.verbose = verbose
 

@@ -209,6 +209,12 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         (the leader's secret sealed for every party, relayed by the curator,
         who never holds it; needs ``skdpsynth[distributed]``).  Same fit for
         the same seed.
+    constraints : list of Constraint or dict, optional
+        Public structural constraints (:mod:`skdpsynth.constraints`): value
+        combinations no synthetic record may have, e.g.
+        ``[{"forbid": {"relationship": "Husband", "sex": "Female"}}]``.  Public
+        metadata, no budget; folded into the fitted model as impossible cells
+        (see ``doc/constraints.md``).
     random_state : None, int or numpy.random.Generator
         ``None`` (default): noise and shared sketch secret from OS entropy.
     verbose : int, default=0
@@ -308,6 +314,7 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         sampling: str = "round",
         keep_messages: bool = False,
         secure_computation: str = "simulated",
+        constraints=None,
         random_state=None,
         verbose: int = 0,
     ):
@@ -343,6 +350,7 @@ class VerticalMRFSynthesizer(BaseSynthesizer):
         self.sampling = sampling
         self.keep_messages = keep_messages
         self.secure_computation = secure_computation
+        self.constraints = constraints
         self.random_state = random_state
         self.verbose = verbose
 

@@ -239,6 +239,12 @@ class ViewSynthesizer(BaseSynthesizer):
     max_view_cells : int, default=50_000_000
         Refuse (before spending any budget) view lists with a larger view;
         ``"auto"`` only tries view sizes whose views cannot be larger.
+    constraints : list of Constraint or dict, optional
+        Public structural constraints (:mod:`skdpsynth.constraints`): value
+        combinations no synthetic record may have, e.g.
+        ``[{"forbid": {"relationship": "Husband", "sex": "Female"}}]``.  Public
+        metadata, no budget; folded into the fitted model as impossible cells
+        (see ``doc/constraints.md``).
     random_state : None, int or numpy.random.Generator
         Seeds the view search, the noise and sampling.  Seeded noise is for
         reproducibility; leave it ``None`` when releasing data.
@@ -333,6 +339,7 @@ class ViewSynthesizer(BaseSynthesizer):
         postprocess_tol: float = 1e-3,
         gamma: float = 0.95,
         max_view_cells: int = 50_000_000,
+        constraints=None,
         random_state=None,
         verbose: int = 0,
     ):
@@ -350,6 +357,7 @@ class ViewSynthesizer(BaseSynthesizer):
         self.postprocess_tol = postprocess_tol
         self.gamma = gamma
         self.max_view_cells = max_view_cells
+        self.constraints = constraints
         self.random_state = random_state
         self.verbose = verbose
 
