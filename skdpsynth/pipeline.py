@@ -79,6 +79,27 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
     n_samples : int, optional
         Number of synthetic records to train on.  Default: the synthesizer's
         noisy (DP) record count ``n_records_``, rounded.
+    class_balance : None, "balanced" or dict, default=None
+        The class proportions of the synthetic training set (classifiers;
+        the target's public domain lists the classes).  ``None``: the
+        synthesizer's own draw, ``synthesizer_.sample(n_samples)``, whose
+        proportions are the model's.  ``"balanced"``: as many records of
+        every class of the target's public domain, each class drawn by
+        ``synthesizer_.sample(m, conditions={target: label})``; when
+        ``n_samples`` is not a multiple of the number of classes, the
+        remaining records go one each to the first classes of the domain.
+        A dict ``{label: share}``: the listed classes get these shares of
+        ``n_samples`` (real label values as keys, shares in [0, 1] summing to
+        at most 1), and the classes not listed share the rest in the model's
+        own proportions (one draw conditioned on all of them); a dict naming
+        every class must sum to 1.  Counts are rounded by largest remainder,
+        so they sum to ``n_samples``, and the records are shuffled.  Needs a
+        synthesizer that samples conditionally (MST, AIM, PPSyn, RandDPGen,
+        VertiMRF, or a :class:`SynthesisPipeline` ending in one):
+        ``ViewSynthesizer``, an unknown label or bad shares are refused
+        before the fit spends anything, and a class the model gives
+        probability 0 is named.  Post-processing: the budget is the same.
+        See ``doc/conditional_sampling.md``.
     random_state : None, int or numpy.random.Generator
         Seed of the synthetic draw (``synthesizer_.sample``).  ``None``
         continues the synthesizer's own stream, seeded by its ``random_state``.
@@ -94,7 +115,8 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
         The synthetic records ``estimator_`` was trained on, as
         ``synthesizer_.sample`` returned them (columns named as in
         ``synthesizer_.feature_names_in_``), the target last and in ``y``'s
-        dtype.  Kept for inspection
+        dtype (with ``class_balance``, the classes' draws concatenated and
+        shuffled).  Kept for inspection
         (it is DP output, safe to keep or release; it takes ``n_samples x
         (n_features + 1)`` values of memory: ``del model.synthetic_data_`` if
         it is not needed, prediction does not use it).
@@ -177,6 +199,16 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
     True
     >>> round(model.privacy_ledger_.total_rho() / model.synthesizer_.rho_, 6)  # one budget spent
     1.0
+
+    ``class_balance`` draws the training records class by class (conditional
+    sampling: post-processing, no extra budget):
+
+    >>> balanced = TrainOnSynthetic(
+    ...     MSTSynthesizer(epsilon=1.0, domain=domain, random_state=0),
+    ...     LogisticRegression(max_iter=1000), n_samples=1000, class_balance="balanced", random_state=0,
+    ... ).fit(X, y)
+    >>> balanced.synthetic_data_[target].value_counts().sort_index().tolist()
+    [500, 500]
 
     Each fit spends the budget again, so a 3-fold cross-validation costs three
     budgets; total it from the fitted copies:
