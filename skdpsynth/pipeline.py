@@ -361,6 +361,8 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
                 raise ValueError(f"class_balance: cannot draw {count} records of class {shown!r} of the target "
                                  f"{target!r}. {err}") from err
             parts.append(part)
+        if not parts:  # n_samples = 0: the empty table, with the synthesizer's columns and dtypes
+            parts = [synthesizer.sample(0, random_state=rng)]
         synthetic = pd.concat(parts, ignore_index=True)
         # Class by class the records come in blocks; shuffle them, from the same stream as the draws.
         order = (rng if rng is not None else _sampling_stream(synthesizer)).permutation(len(synthetic))
@@ -816,7 +818,8 @@ class SynthesisPipeline(BaseEstimator):
                             f"{type(conditions).__name__}.")
         if len(self.steps_) == 1 or not conditions:  # nothing to translate
             return dict(conditions)
-        columns = list(self._probe(1, raw=True).columns)
+        record = self._probe(1, raw=True)
+        columns = list(record.columns)
         translated = {}
         for column, values in conditions.items():
             if column not in columns:
@@ -825,12 +828,15 @@ class SynthesisPipeline(BaseEstimator):
             listed = _listed(values)
             if not listed:
                 raise ValueError(f"The condition on {column!r} lists no value.")
-            translated[column] = self._translate_column(column, listed)
+            translated[column] = self._translate_column(column, listed, record)
         return translated
 
-    def _translate_column(self, column, listed: list) -> list:
-        """The synthesizer's values for the raw ``listed`` values of ``column`` (through ``transform``)."""
-        frame = self._probe(len(listed), raw=True)
+    def _translate_column(self, column, listed: list, record: pd.DataFrame) -> list:
+        """The synthesizer's values for the raw ``listed`` values of ``column``, through ``transform``.
+
+        ``record`` (one raw record from :meth:`_probe`) fills the other columns.
+        """
+        frame = record.iloc[np.zeros(len(listed), dtype=np.intp)].reset_index(drop=True)
         frame[column] = pd.Series(listed).to_numpy()  # the dtype pandas infers, as for real data
         shown = listed[0] if len(listed) == 1 else listed
         binned = None
