@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from copy import deepcopy
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
@@ -20,7 +20,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .domain import Domain
-from .params import HasMethods, Interval, validate_params
+from .params import Dict, HasMethods, Interval, Options, validate_params
 from .privacy import warn_privacy_leak
 from .privacy.metadata import is_public
 from .utils import append_target, check_random_state
@@ -79,6 +79,27 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
     n_samples : int, optional
         Number of synthetic records to train on.  Default: the synthesizer's
         noisy (DP) record count ``n_records_``, rounded.
+    class_balance : None, "balanced" or dict, default=None
+        The class proportions of the synthetic training set (classifiers;
+        the target's public domain lists the classes).  ``None``: the
+        synthesizer's own draw, ``synthesizer_.sample(n_samples)``, whose
+        proportions are the model's.  ``"balanced"``: as many records of
+        every class of the target's public domain, each class drawn by
+        ``synthesizer_.sample(m, conditions={target: label})``; when
+        ``n_samples`` is not a multiple of the number of classes, the
+        remaining records go one each to the first classes of the domain.
+        A dict ``{label: share}``: the listed classes get these shares of
+        ``n_samples`` (real label values as keys, shares in [0, 1] summing to
+        at most 1), and the classes not listed share the rest in the model's
+        own proportions (one draw conditioned on all of them); a dict naming
+        every class must sum to 1.  Counts are rounded by largest remainder,
+        so they sum to ``n_samples``, and the records are shuffled.  Needs a
+        synthesizer that samples conditionally (MST, AIM, PPSyn, RandDPGen,
+        VertiMRF, or a :class:`SynthesisPipeline` ending in one):
+        ``ViewSynthesizer``, an unknown label or bad shares are refused
+        before the fit spends anything, and a class the model gives
+        probability 0 is named.  Post-processing: the budget is the same.
+        See ``doc/conditional_sampling.md``.
     random_state : None, int or numpy.random.Generator
         Seed of the synthetic draw (``synthesizer_.sample``).  ``None``
         continues the synthesizer's own stream, seeded by its ``random_state``.
@@ -94,7 +115,8 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
         The synthetic records ``estimator_`` was trained on, as
         ``synthesizer_.sample`` returned them (columns named as in
         ``synthesizer_.feature_names_in_``), the target last and in ``y``'s
-        dtype.  Kept for inspection
+        dtype (with ``class_balance``, the classes' draws concatenated and
+        shuffled).  Kept for inspection
         (it is DP output, safe to keep or release; it takes ``n_samples x
         (n_features + 1)`` values of memory: ``del model.synthetic_data_`` if
         it is not needed, prediction does not use it).
@@ -178,6 +200,16 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
     >>> round(model.privacy_ledger_.total_rho() / model.synthesizer_.rho_, 6)  # one budget spent
     1.0
 
+    ``class_balance`` draws the training records class by class (conditional
+    sampling: post-processing, no extra budget):
+
+    >>> balanced = TrainOnSynthetic(
+    ...     MSTSynthesizer(epsilon=1.0, domain=domain, random_state=0),
+    ...     LogisticRegression(max_iter=1000), n_samples=1000, class_balance="balanced", random_state=0,
+    ... ).fit(X, y)
+    >>> balanced.synthetic_data_[target].value_counts().sort_index().tolist()
+    [500, 500]
+
     Each fit spends the budget again, so a 3-fold cross-validation costs three
     budgets; total it from the fitted copies:
 
@@ -195,13 +227,15 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
         "synthesizer": [HasMethods("fit", "sample")],
         "estimator": [HasMethods("fit")],
         "n_samples": [None, Interval(Integral, 1, None)],
+        "class_balance": [None, Options("balanced"), Dict("{label: share}")],
         "random_state": ["random_state"],
     }
 
-    def __init__(self, synthesizer, estimator, *, n_samples=None, random_state=None):
+    def __init__(self, synthesizer, estimator, *, n_samples=None, class_balance=None, random_state=None):
         self.synthesizer = synthesizer
         self.estimator = estimator
         self.n_samples = n_samples
+        self.class_balance = class_balance
         self.random_state = random_state
 
     # -- estimator type ------------------------------------------------------
@@ -252,9 +286,14 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
         y = self._check_target(y)
         n_samples = self.n_samples
         synthesizer = self._target_ready_synthesizer(y)
+        if self.class_balance is not None:  # before fit: a refusal must not cost the budget
+            self._check_class_balance(synthesizer, y)
 
         synthesizer.fit(X, y)
-        synthetic = synthesizer.sample(n_samples, random_state=self.random_state)
+        if self.class_balance is None:
+            synthetic = synthesizer.sample(n_samples, random_state=self.random_state)
+        else:
+            synthetic = self._balanced_sample(synthesizer, y)
         target = synthetic.columns[-1]  # the synthesizer appends y as its last column
         X_syn = synthetic.drop(columns=[target])
         y_syn = _like_target(synthetic[target], y)
@@ -278,6 +317,76 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
         elif hasattr(self, "classes_"):
             del self.classes_
         return self
+
+    # -- class balance --------------------------------------------------------
+    def _check_class_balance(self, synthesizer, y) -> None:
+        """What can be checked before the fit: conditional sampling, the shares, the labels when public here."""
+        last = synthesizer
+        if isinstance(synthesizer, SynthesisPipeline) and _is_steps(synthesizer.steps) and synthesizer.steps:
+            last = synthesizer.steps[-1][1]
+        if not getattr(last, "_conditional_sampling", True) or not _accepts_keyword(last.sample, "conditions"):
+            raise ValueError(f"class_balance={self.class_balance!r} draws each class with "
+                             f"sample(conditions=...), which {type(last).__name__} cannot do. Use "
+                             "class_balance=None, or a synthesizer with a graphical model (MST, AIM, PPSyn, "
+                             "RandDPGen, VertiMRF).")
+        if isinstance(self.class_balance, Mapping):
+            _checked_shares(self.class_balance)
+            labels = _declared_labels(synthesizer, y)
+            if labels is not None:
+                self._class_groups(labels, 0)  # the labels and the shares' sum, as the draw will check them
+
+    def _balanced_sample(self, synthesizer, y) -> pd.DataFrame:
+        """``n_samples`` records drawn class by class as ``class_balance`` says, in a random order."""
+        target = y.name if isinstance(y, pd.Series) and y.name is not None else "target"  # as fit names it
+        n_samples = self.n_samples
+        if n_samples is None:
+            n_samples = int(round(getattr(synthesizer, "n_records_", None) or 0))
+        values = _output_values(synthesizer, target)   # the synthesizer's labels, in domain order
+        labels = _as_list(_like_target(pd.Series(values, dtype=object), y))   # the same, as real labels
+        groups = self._class_groups(labels, n_samples)
+        rng = None if self.random_state is None else check_random_state(self.random_state)
+        parts = []
+        for positions, count in groups:
+            if count == 0:
+                continue
+            allowed = [values[i] for i in positions]
+            shown = labels[positions[0]] if len(positions) == 1 else [labels[i] for i in positions]
+            try:
+                part = synthesizer.sample(count, random_state=rng,
+                                          conditions={target: allowed[0] if len(allowed) == 1 else allowed})
+            except NotImplementedError as err:
+                raise NotImplementedError(f"class_balance={self.class_balance!r} needs conditional sampling. "
+                                          f"{err}") from err
+            except ValueError as err:
+                raise ValueError(f"class_balance: cannot draw {count} records of class {shown!r} of the target "
+                                 f"{target!r}. {err}") from err
+            parts.append(part)
+        if not parts:  # n_samples = 0: the empty table, with the synthesizer's columns and dtypes
+            parts = [synthesizer.sample(0, random_state=rng)]
+        synthetic = pd.concat(parts, ignore_index=True)
+        # Class by class the records come in blocks; shuffle them, from the same stream as the draws.
+        order = (rng if rng is not None else _sampling_stream(synthesizer)).permutation(len(synthetic))
+        return synthetic.iloc[order].reset_index(drop=True)
+
+    def _class_groups(self, labels: list, n_samples: int) -> list:
+        """``[(label positions, number of records)]``: one group per class, and the unlisted classes together."""
+        k = len(labels)
+        if self.class_balance == "balanced":
+            counts = _split_counts(np.full(k, 1.0 / k), n_samples)
+            return [([i], int(c)) for i, c in enumerate(counts)]
+        shares = _checked_shares(self.class_balance)
+        positions = _label_positions(self.class_balance, labels)
+        rest = [i for i in range(k) if i not in positions.values()]
+        total = sum(shares.values())
+        if not rest and not np.isclose(total, 1.0, rtol=0, atol=1e-9):
+            raise ValueError(f"class_balance names every class, so its shares must sum to 1; they sum to "
+                             f"{total:g}.")
+        weights = [shares[key] for key in positions] + ([max(1.0 - total, 0.0)] if rest else [])
+        counts = _split_counts(np.asarray(weights, dtype=float), n_samples)
+        groups = [([positions[key]], int(c)) for key, c in zip(positions, counts)]
+        if rest:  # the unlisted classes, in the model's own proportions: one draw conditioned on all of them
+            groups.append((rest, int(counts[-1])))
+        return groups
 
     @staticmethod
     def _check_target(y):
@@ -356,6 +465,83 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
         if sample_weight is None:
             return self.estimator_.score(X, y)
         return self.estimator_.score(X, y, sample_weight=sample_weight)
+
+
+def _as_list(values) -> list:
+    """A Series, Categorical or array as a list of Python scalars."""
+    return pd.Series(values).tolist()
+
+
+def _checked_shares(class_balance: Mapping) -> dict:
+    """``{label: share}`` with every share in [0, 1] and their sum at most 1."""
+    shares = {}
+    for label, share in class_balance.items():
+        if isinstance(share, (bool, np.bool_)) or not isinstance(share, (Real, np.number)) \
+                or not 0 <= float(share) <= 1:
+            raise ValueError(f"class_balance[{label!r}] must be a share in [0, 1] of the synthetic records, got "
+                             f"{share!r}.")
+        shares[label] = float(share)
+    if not shares:
+        raise ValueError("class_balance is an empty dict; give {label: share}, 'balanced' or None.")
+    if sum(shares.values()) > 1 + 1e-9:
+        raise ValueError(f"The shares of class_balance sum to {sum(shares.values()):g}, more than 1.")
+    return shares
+
+
+def _label_positions(class_balance: Mapping, labels: list) -> dict:
+    """``{key: position in labels}`` for each key of ``class_balance``; a key that is no label is an error."""
+    positions = {}
+    for key in class_balance:
+        found = [i for i, label in enumerate(labels) if _same(key, label)]
+        if not found:
+            raise ValueError(f"class_balance names {key!r}, which is not a class of the target's public domain "
+                             f"(classes: {labels}).")
+        positions[key] = found[0]
+    if len(set(positions.values())) < len(positions):
+        raise ValueError(f"class_balance names a class twice (keys {list(class_balance)}).")
+    return positions
+
+
+def _declared_labels(synthesizer, y) -> list | None:
+    """The target's labels when its public domain is known before the fit (``domain=`` or a DP dtype), else None."""
+    name = str(getattr(y, "name", None) or "target")
+    params = synthesizer.get_params(deep=False)
+    domain = params.get("domain")
+    declared = None
+    if isinstance(domain, Domain) and name in domain.attrs:
+        declared = list(range(domain[name]))
+    elif isinstance(domain, Mapping) and name in domain:
+        declared = list(range(domain[name])) if isinstance(domain[name], Integral) else list(domain[name])
+    elif isinstance(getattr(y, "dtype", None), pd.CategoricalDtype) and is_public(y.dtype):
+        declared = list(y.dtype.categories)
+    if declared is None:
+        return None
+    try:
+        return _as_list(_like_target(pd.Series(declared, dtype=object), y))
+    except (TypeError, ValueError):  # labels y's dtype cannot hold: the draw after the fit says so
+        return None
+
+
+def _split_counts(shares: np.ndarray, n: int) -> np.ndarray:
+    """Integer counts summing to ``round(n * shares.sum())``, by largest remainder (ties: the first shares).
+
+    ``n = 10`` over three equal shares gives ``[4, 3, 3]``.
+    """
+    exact = shares * n
+    counts = np.floor(exact + 1e-9).astype(np.int64)
+    missing = int(round(exact.sum())) - int(counts.sum())
+    if missing > 0:
+        order = np.argsort(-(exact - counts), kind="stable")
+        counts[order[:missing]] += 1
+    return counts
+
+
+def _sampling_stream(synthesizer) -> np.random.Generator:
+    """The fitted synthesizer's own sampling stream (a pipeline's: its synthesizer's), else fresh entropy."""
+    if isinstance(synthesizer, SynthesisPipeline):
+        synthesizer = synthesizer.steps_[-1][1]
+    stream = getattr(synthesizer, "_sample_rng", None)
+    return stream if isinstance(stream, np.random.Generator) else check_random_state(None)
 
 
 def _like_target(values: pd.Series, y):
@@ -531,7 +717,8 @@ class SynthesisPipeline(BaseEstimator):
         tags.input_tags.string = True
         return tags
 
-    def sample(self, n_samples=None, random_state=None, *, inverse_transform: bool = True) -> pd.DataFrame:
+    def sample(self, n_samples=None, random_state=None, *, conditions=None,
+               inverse_transform: bool = True) -> pd.DataFrame:
         """Sample from the synthesizer and map the records back to the original schema.
 
         Parameters
@@ -543,26 +730,155 @@ class SynthesisPipeline(BaseEstimator):
             parts of the inverse transforms (values drawn within a bin): the
             same ``random_state`` gives the same records.  ``None`` continues
             the fitted streams, so repeated calls differ.
+        conditions : dict, optional
+            ``{column: value}`` or ``{column: [values]}`` on the columns and
+            values of the data given to :meth:`fit` (raw values, the target
+            included), translated through the fitted preprocessing steps and
+            passed to the synthesizer's conditional ``sample`` (see
+            ``doc/conditional_sampling.md``).  A categorical column's value
+            selects its category, and every record then holds one of the
+            values listed; a value the encoder would map to its "other"
+            category is refused (condition on the other label itself, e.g.
+            ``"__other__"``, to draw those records).  A binned numeric
+            column's value selects **the bin that holds it**: the records'
+            values lie in that bin (drawn within it, not equal to the value),
+            and a number outside the column's bins is refused.  The
+            synthesizer must sample conditionally (MST, AIM, PPSyn, RandDPGen,
+            VertiMRF).  Post-processing: no data, no budget.
         inverse_transform : bool, default=True
             ``False`` returns the synthesizer's records as they are, in the
             space the preprocessing steps define (bins, category codes): what
-            :meth:`transform` makes of real data.
+            :meth:`transform` makes of real data.  ``conditions`` are still
+            on raw values.
 
         Returns
         -------
         pandas.DataFrame
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from skdpsynth import MSTSynthesizer
+        >>> from skdpsynth.pipeline import make_synthesis_pipeline
+        >>> from skdpsynth.preprocessing import DPCategoricalEncoder, DPKBinsDiscretizer
+        >>> rng = np.random.default_rng(0)
+        >>> X = pd.DataFrame({"age": rng.integers(18, 90, 2000), "job": rng.choice(["a", "b", "c"], 2000)})
+        >>> pipe = make_synthesis_pipeline(
+        ...     DPKBinsDiscretizer(n_bins=6, columns=["age"], bounds={"age": (18, 90)}),
+        ...     DPCategoricalEncoder({"job": ["a", "b", "c"]}, columns=["job"]),
+        ...     MSTSynthesizer(epsilon=1.0, random_state=0),
+        ... ).fit(X)
+        >>> young_b = pipe.sample(200, random_state=0, conditions={"job": "b", "age": 20})
+        >>> young_b["job"].unique().tolist(), bool(young_b["age"].between(18, 30).all())  # age's bin [18, 30)
+        (['b'], True)
         """
         check_is_fitted(self, "steps_")
         rng = None if random_state is None else check_random_state(random_state)
-        data = self.steps_[-1][1].sample(n_samples, random_state=rng)
+        synthesizer = self.steps_[-1][1]
+        if conditions is None:
+            data = synthesizer.sample(n_samples, random_state=rng)
+        else:
+            data = synthesizer.sample(n_samples, random_state=rng, conditions=self._translate_conditions(conditions))
         if not inverse_transform:
             return data
+        return self._inverse(data, rng)
+
+    def _inverse(self, data: pd.DataFrame, rng) -> pd.DataFrame:
+        """The synthesizer's records through the transformers' ``inverse_transform``, in reverse order."""
         for _, step in reversed(self.steps_[:-1]):
             if rng is not None and _accepts_random_state(step.inverse_transform):
                 data = step.inverse_transform(data, random_state=rng)
             else:
                 data = step.inverse_transform(data)
         return data
+
+    # -- conditions on raw values ------------------------------------------------
+    def _probe(self, n_rows: int, *, raw: bool) -> pd.DataFrame:
+        """``n_rows`` copies of one synthetic record, in the synthesizer's space or (``raw``) the input's.
+
+        Conditions are translated by running values through the fitted steps,
+        which take whole records; this record fills the other columns.  It is
+        drawn from a generator of its own (post-processing of the model), so
+        the fitted streams of :meth:`sample` do not move.
+        """
+        probe_rng = np.random.default_rng(0)
+        record = self.steps_[-1][1].sample(1, random_state=probe_rng)
+        if raw:
+            record = self._inverse(record, probe_rng)
+        return record.iloc[np.zeros(n_rows, dtype=np.intp)].reset_index(drop=True)
+
+    def _translate_conditions(self, conditions) -> dict:
+        """``{column: raw value(s)}`` -> ``{column: [the synthesizer's values]}``, checked column by column."""
+        name, synthesizer = self.steps_[-1]
+        if not _accepts_keyword(synthesizer.sample, "conditions"):
+            raise TypeError(f"The synthesizer step {name!r} ({type(synthesizer).__name__}) does not sample "
+                            "conditionally: its sample() takes no conditions=.")
+        if not isinstance(conditions, Mapping):
+            raise TypeError(f"conditions must be a dict {{column: value or list of values}}, got "
+                            f"{type(conditions).__name__}.")
+        if len(self.steps_) == 1 or not conditions:  # nothing to translate
+            return dict(conditions)
+        record = self._probe(1, raw=True)
+        columns = list(record.columns)
+        translated = {}
+        for column, values in conditions.items():
+            if column not in columns:
+                raise ValueError(f"Cannot condition on {column!r}: not a column of the fitted data "
+                                 f"(columns: {columns}).")
+            listed = _listed(values)
+            if not listed:
+                raise ValueError(f"The condition on {column!r} lists no value.")
+            translated[column] = self._translate_column(column, listed, record)
+        return translated
+
+    def _translate_column(self, column, listed: list, record: pd.DataFrame) -> list:
+        """The synthesizer's values for the raw ``listed`` values of ``column``, through ``transform``.
+
+        ``record`` (one raw record from :meth:`_probe`) fills the other columns.
+        """
+        frame = record.iloc[np.zeros(len(listed), dtype=np.intp)].reset_index(drop=True)
+        frame[column] = pd.Series(listed).to_numpy()  # the dtype pandas infers, as for real data
+        shown = listed[0] if len(listed) == 1 else listed
+        binned = None
+        for name, step in self.steps_[:-1]:
+            edges = _bin_edges(step, column)
+            if edges is not None:
+                binned = (name, edges)
+            try:
+                frame = step.transform(frame)
+            except (ValueError, TypeError) as err:
+                raise ValueError(f"Cannot condition on {column!r} = {shown!r}: step {name!r} "
+                                 f"({type(step).__name__}) does not take it. {err}") from err
+        if column not in frame.columns:
+            raise ValueError(f"Cannot condition on {column!r}: the preprocessing steps do not pass it to the "
+                             "synthesizer under that name.")
+        if binned is not None:
+            _check_in_bins(column, listed, *binned)
+        else:
+            # A categorical value the encoder maps to another category (its "other" label) would give records
+            # that do not hold it: refuse it, naming what it became.
+            back = self._inverse(frame.copy(), np.random.default_rng(0))[column].tolist()
+            for value, got in zip(listed, back):
+                if not _same(value, got):
+                    raise ValueError(f"Cannot condition on {column!r} = {value!r}: it is not one of the column's "
+                                     f"categories, and the preprocessing maps it to {got!r}. Condition on "
+                                     f"{got!r} itself to draw those records.")
+        return list(frame[column])
+
+    def _output_values(self, column) -> list:
+        """The values :meth:`sample` can give ``column``, in domain order (a categorical column only)."""
+        check_is_fitted(self, "steps_")
+        values = _output_values(self.steps_[-1][1], column)
+        if len(self.steps_) == 1:
+            return values
+        for name, step in self.steps_[:-1]:
+            if _bin_edges(step, column) is not None:
+                raise ValueError(f"Column {column!r} is binned by step {name!r}: its values are not a finite "
+                                 "list of classes.")
+        frame = self._probe(len(values), raw=False)
+        dtype = frame[column].dtype
+        frame[column] = pd.Categorical(values, dtype=dtype) if isinstance(dtype, pd.CategoricalDtype) else values
+        return self._inverse(frame, np.random.default_rng(0))[column].tolist()
 
     def transform(self, X, y=None) -> pd.DataFrame:
         """Real records through the fitted preprocessing steps: the space the synthesizer was fitted in.
@@ -598,6 +914,79 @@ class SynthesisPipeline(BaseEstimator):
         from .metrics.scorers import marginal_scorer
 
         return marginal_scorer(ways=2)(self, X, y)
+
+
+def _listed(values) -> list:
+    """A condition's values as a list (one value, or a list, tuple, set or array of them)."""
+    if isinstance(values, (list, tuple, set, frozenset, np.ndarray, pd.Index, pd.Series)):
+        return list(values)
+    return [values]
+
+
+def _same(a, b) -> bool:
+    """Whether two labels are equal, missing values (None, NaN, NA) being equal to each other."""
+    a_na, b_na = _is_na(a), _is_na(b)
+    if a_na or b_na:
+        return a_na and b_na
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def _is_na(value) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # a list-like value is not missing
+        return False
+
+
+def _bin_edges(step, column):
+    """The bin edges of ``column`` when ``step`` bins it (a DP discretizer, or a table discretizer's), else None."""
+    edges = getattr(step, "bin_edges_", None)
+    if isinstance(edges, Mapping) and column in edges:
+        return np.asarray(edges[column], dtype=float)
+    for sub in getattr(step, "discretizers_", {}).values():  # TableDiscretizer: one discretizer per strategy
+        found = _bin_edges(sub, column)
+        if found is not None:
+            return found
+    return None
+
+
+def _check_in_bins(column, listed: list, step_name: str, edges: np.ndarray) -> None:
+    """Refuse a number outside a binned column's bounds (transform would clip it into an end bin)."""
+    for value in listed:
+        if isinstance(value, (bool, np.bool_)) or _is_na(value):
+            continue
+        try:
+            number = float(value)
+        except (TypeError, ValueError):  # e.g. a date, binned as days: transform has checked it
+            continue
+        if not edges[0] <= number <= edges[-1]:
+            raise ValueError(f"Cannot condition on {column!r} = {value!r}: outside the column's bins, "
+                             f"[{edges[0]:g}, {edges[-1]:g}] (step {step_name!r}). A value of a binned column "
+                             "selects the bin that holds it.")
+
+
+def _output_values(synthesizer, column) -> list:
+    """The values a fitted synthesizer's ``sample`` can put in ``column``, in the order of its public domain."""
+    if isinstance(synthesizer, SynthesisPipeline):
+        return synthesizer._output_values(column)
+    columns = {c.name: c for c in getattr(synthesizer, "_columns", ())}
+    if column not in columns:
+        raise TypeError(f"Cannot list the values of column {column!r} of {type(synthesizer).__name__}: it is not "
+                        "a fitted skdpsynth synthesizer with that column.")
+    found = columns[column]
+    return list(range(found.size)) if found.kind == "codes" else list(found.categories)
+
+
+def _accepts_keyword(method, name: str) -> bool:
+    """Whether ``method`` takes the keyword argument ``name``."""
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 def _accepts_random_state(method) -> bool:

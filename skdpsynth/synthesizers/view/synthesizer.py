@@ -494,6 +494,10 @@ class ViewSynthesizer(BaseSynthesizer):
                 f"max_view_cells.")
 
     # -- sample -------------------------------------------------------------------------------------------
+    # Its views are linked, not a graphical model: sample(conditions=...) refuses, and TrainOnSynthetic's
+    # class_balance says so before the fit spends the budget.
+    _conditional_sampling = False
+
     def _sample_codes(self, n_samples: int, rng: np.random.Generator) -> np.ndarray:
         codes, lost = self.model_.synthesize(n_samples, rng)
         if lost or codes.shape[0] != n_samples:  # pragma: no cover - normalization makes linking perfect
