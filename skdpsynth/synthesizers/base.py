@@ -474,6 +474,9 @@ class BaseSynthesizer(BaseEstimator):
         from ..metrics.scorers import marginal_scorer
 
         check_is_fitted(self, "model_")
+        unit = getattr(self, "privacy_unit", None)
+        if unit is not None and isinstance(X, pd.DataFrame) and unit in X.columns:
+            X = X.drop(columns=[unit])  # the identifier was never synthesized
         n_features = np.shape(X)[1] if np.ndim(X) == 2 else None
         if n_features != self.n_features_in_:
             raise ValueError(f"X has {n_features} features, but {type(self).__name__} is expecting "
