@@ -154,8 +154,10 @@ def group_entry(entry: LedgerEntry, k: int) -> LedgerEntry:
 
     * ρ-zCDP → k²ρ-zCDP (Bun & Steinke 2016, Proposition 27);
     * pure ε-DP → kε-DP (Dwork & Roth 2014, Theorem 2.2);
-    * (ε, δ)-DP → (kε, k·e^{(k−1)ε}·δ)-DP (Vadhan 2017, Lemma 2.2, group
-      privacy); refused when that δ is not below 1 (no guarantee left);
+    * (ε, δ)-DP → (kε, k·e^{(k−1)ε}·δ)-DP: the same argument along a chain
+      of k neighbours, carrying δ, gives δ·(1 + e^ε + … + e^{(k−1)ε}), at
+      most k·e^{(k−1)ε}·δ; refused when that δ is not below 1 (no guarantee
+      left);
     * a leak stays a leak.
 
     The sensitivity, if recorded, is scaled by ``k`` (a group moves each
