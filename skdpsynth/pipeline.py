@@ -283,6 +283,7 @@ class TrainOnSynthetic(MetaEstimatorMixin, BaseEstimator):
         self
         """
         validate_params(self)
+        _refuse_privacy_unit(self.synthesizer, "TrainOnSynthetic")
         y = self._check_target(y)
         n_samples = self.n_samples
         synthesizer = self._target_ready_synthesizer(y)
@@ -664,6 +665,7 @@ class SynthesisPipeline(BaseEstimator):
                 raise TypeError(f"Step {name!r} must be a transformer with fit, transform and inverse_transform.")
         if not (hasattr(synth, "fit") and hasattr(synth, "sample")):
             raise TypeError("The last step must be a synthesizer (fit and sample).")
+        _refuse_privacy_unit(synth, "SynthesisPipeline")
 
     # -- fit / sample ----------------------------------------------------------
     def fit(self, X, y=None):
@@ -987,6 +989,19 @@ def _accepts_keyword(method, name: str) -> bool:
     except (TypeError, ValueError):  # pragma: no cover - builtins
         return False
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _refuse_privacy_unit(synth, where: str) -> None:
+    """Refuse a user-level synthesizer: the pipeline's other releases are per record, and would mis-state it."""
+    unit = getattr(synth, "privacy_unit", None)
+    if unit is None:
+        return
+    raise ValueError(
+        f"{where} does not support a synthesizer with privacy_unit={unit!r}: its DP preprocessing steps and "
+        "its synthetic training set are record-level (a person's other records are not bounded there), so the "
+        "pipeline could not state one per-person guarantee. Give the synthesizer a public schema (domain=, "
+        "columns already discrete) and fit it directly on the DataFrame holding the identifier column, then "
+        "work with its sample() (doc/user_level.md).")
 
 
 def _accepts_random_state(method) -> bool:

@@ -738,6 +738,79 @@ def test_audit_catches_planted_synthesizer_leak(monkeypatch):
     assert res.epsilon_lower_bound > _EPS
 
 
+# -- user-level fits: neighbours differ by ONE PERSON's rows ------------------------------------------------------
+#
+# 20 people with 2 records each, one per value of column a; D' adds a person with 40 identical records (a = 1), which
+# the fit bounds to k = 4. A correct user-level fit runs at the record-level budget epsilon/k (rho/k^2), so the cell
+# a = 1 moves by k against noise k times as large: exactly the per-person claim. A fit calibrated per record (the
+# planted mutant: the whole budget at record level) moves it by k against the record-level noise: k times the claim.
+# One binary column and DPView's Laplace view (2 ms a fit) or MST's 1-way measurement (6 ms) keep the runs cheap.
+
+_UNIT_K = 4
+_PEOPLE = pd.DataFrame({"person": np.repeat(np.arange(20), 2), "a": np.tile([0, 1], 20)})
+_PEOPLE_PRIME = pd.concat([_PEOPLE, pd.DataFrame({"person": [99] * 40, "a": [1] * 40})], ignore_index=True)
+
+
+def _user_level_view(epsilon):
+    return lambda rng: ViewSynthesizer(epsilon, domain={"a": 2}, view_size=1, n_public=40, n_search=1,
+                                       random_state=rng, privacy_unit="person", max_contributions=_UNIT_K)
+
+
+def _user_level_mst(rng):
+    return MSTSynthesizer(_EPS, _DELTA, domain={"a": 2}, compress=False, max_iters=10, random_state=rng,
+                          privacy_unit="person", max_contributions=_UNIT_K)
+
+
+def _person_audit(name, make, statistic, claim, *, n_runs, delta, seed):
+    def release(frame):
+        return lambda rng: statistic(make(rng).fit(frame))
+
+    return run_audit(name, claim, release(_PEOPLE), release(_PEOPLE_PRIME), n_runs=n_runs, delta=delta,
+                     random_state=seed)
+
+
+def _cell_one_of_view(synth) -> float:
+    return float(synth.model_.tables[0][1])
+
+
+def _cell_one_of_model(synth) -> float:
+    return float(synth.model_.project(("a",))[(1,)])
+
+
+def test_audit_user_level_view_synthesizer():
+    """Pure ε per person: the bound stays at most ε, and reaches half of it (the audit has power)."""
+    epsilon = 1.0
+    res, ratio = _person_audit(f"ViewSynthesizer user-level k={_UNIT_K} (one person's 40 rows)",
+                               _user_level_view(epsilon), _cell_one_of_view, epsilon, n_runs=1000, delta=0.0,
+                               seed=45)
+    assert res.epsilon_lower_bound <= epsilon
+    assert ratio >= 0.5
+
+
+@pytest.mark.slow
+def test_audit_user_level_mst_synthesizer():
+    """zCDP per person: MST's 1-way measurement of the bounded records at rho/k^2."""
+    res, _ = _person_audit(f"MSTSynthesizer user-level k={_UNIT_K} (one person's 40 rows)", _user_level_mst,
+                           _cell_one_of_model, _EPS, n_runs=400, delta=_DELTA, seed=46)
+    assert res.epsilon_lower_bound <= _EPS
+
+
+@pytest.mark.parametrize("method", ["view", pytest.param("mst", marks=pytest.mark.slow)])
+def test_audit_catches_per_record_calibration(monkeypatch, method):
+    """PLANTED: the records bounded to k, but the method given the whole budget (no group-privacy scaling)."""
+    from skdpsynth.synthesizers.base import BaseSynthesizer
+
+    monkeypatch.setattr(BaseSynthesizer, "_record_level_budget", staticmethod(lambda budget, k: dict(budget)))
+    if method == "view":
+        res, _ = _person_audit("PLANTED ViewSynthesizer calibrated per record", _user_level_view(1.0),
+                               _cell_one_of_view, 1.0, n_runs=300, delta=0.0, seed=47)
+        assert res.epsilon_lower_bound > 1.0
+    else:
+        res, _ = _person_audit("PLANTED MSTSynthesizer calibrated per record", _user_level_mst, _cell_one_of_model,
+                               _EPS, n_runs=300, delta=_DELTA, seed=48)
+        assert res.epsilon_lower_bound > _EPS
+
+
 # -- canary: a category that occurs once must not leave a DP fit -------------------------------------------------
 @pytest.mark.parametrize("method", ["mst", "aim", "hybrid", "view"])
 def test_canary_category_never_leaves_a_dp_fit(method, tmp_path):

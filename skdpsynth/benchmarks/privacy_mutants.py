@@ -537,6 +537,23 @@ CATALOGUE: tuple[Mutant, ...] = (
             "                    eps_g = eps_num if n_dp == len(dp_numeric) else eps_num * n_dp / len(dp_numeric)\n",
             "                    eps_g = eps_num\n",
             [_RECONCILIATION + "::test_every_draw_of_a_dp_transformer_is_charged_once"]),
+    # -- user-level DP (issue 45, point 2): neighbours differ by one person's records --------------------------------
+    _mutant("user_level_per_record_calibration", "BaseSynthesizer (privacy_unit=)",
+            "the records are bounded to k per person, but the method runs at the per-person budget (rho, not "
+            "rho/k^2; epsilon, not epsilon/k): calibrated per record, k times the stated per-person epsilon",
+            "skdpsynth/synthesizers/base.py",
+            "        return {kind: value / scale[kind] for kind, value in budget.items()}\n",
+            "        return dict(budget)\n",
+            ["tests/test_privacy_audit.py::test_audit_user_level_view_synthesizer",
+             "tests/test_privacy_audit.py::test_audit_user_level_mst_synthesizer",
+             "tests/test_user_level.py::test_record_level_budget_is_the_person_budget_over_k"]),
+    _mutant("user_level_contributions_not_bounded", "bound_contributions (privacy_unit=)",
+            "every record of every person is kept (max_contributions ignored), the budget still scaled for k",
+            "skdpsynth/privacy/contributions.py",
+            "    keep[order] = np.arange(n) - first < k   # rank within the person, by key\n",
+            "    keep[order] = True\n",
+            ["tests/test_privacy_audit.py::test_audit_user_level_view_synthesizer",
+             "tests/test_user_level.py::test_bounding_keeps_min_count_k_per_person"]),
 )
 
 

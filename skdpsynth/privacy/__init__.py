@@ -13,7 +13,7 @@ from .accounting import (
     laplace_scale,
     pure_to_zcdp,
 )
-from .ledger import BudgetExceededError, Guarantee, LedgerEntry, PrivacyLedger
+from .ledger import BudgetExceededError, Guarantee, LedgerEntry, PrivacyLedger, group_entry
 from .mechanisms import (
     exponential_mechanism,
     exponential_mechanism_probabilities,
@@ -40,6 +40,7 @@ __all__ = [
     "LedgerEntry",
     "PrivacyLedger",
     "Guarantee",
+    "group_entry",
     "PrivacyLeakWarning",
     "ReproducibleNoiseWarning",
     "SystemRandomGenerator",

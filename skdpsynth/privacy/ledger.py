@@ -11,7 +11,7 @@ import pandas as pd
 
 from .accounting import cdp_epsilon
 
-__all__ = ["LedgerEntry", "PrivacyLedger", "Guarantee", "BudgetExceededError"]
+__all__ = ["LedgerEntry", "PrivacyLedger", "Guarantee", "BudgetExceededError", "group_entry"]
 
 _KINDS = ("zcdp", "pure", "approx", "leak")
 _COLUMNS = [
@@ -129,6 +129,77 @@ class LedgerEntry:
             object.__setattr__(self, "n_values", int(self.n_values))
 
 
+def _per_person_text(privacy_unit, max_contributions: int) -> str:
+    """How a user-level ledger names its unit: ``per person ('user_id', at most 5 records each)``."""
+    return (f"per person ({privacy_unit!r}, at most {max_contributions} record"
+            f"{'' if max_contributions == 1 else 's'} each)")
+
+
+def _check_privacy_unit(privacy_unit, max_contributions) -> int | None:
+    """``max_contributions`` as an int, checked with ``privacy_unit`` (both given, or neither)."""
+    if (privacy_unit is None) != (max_contributions is None):
+        raise ValueError("Give privacy_unit and max_contributions together (a per-person ledger), or neither.")
+    if max_contributions is None:
+        return None
+    if isinstance(max_contributions, bool) or int(max_contributions) != max_contributions or max_contributions < 1:
+        raise ValueError(f"max_contributions must be an integer >= 1, got {max_contributions!r}.")
+    return int(max_contributions)
+
+
+def group_entry(entry: LedgerEntry, k: int) -> LedgerEntry:
+    """The cost of ``entry`` for data sets that differ in up to ``k`` records (group privacy).
+
+    A mechanism recorded at record level (add/remove one record) protects a
+    group of ``k`` records at:
+
+    * ρ-zCDP → k²ρ-zCDP (Bun & Steinke 2016, Proposition 27);
+    * pure ε-DP → kε-DP (Dwork & Roth 2014, Theorem 2.2);
+    * (ε, δ)-DP → (kε, k·e^{(k−1)ε}·δ)-DP: the same argument along a chain
+      of k neighbours, carrying δ, gives δ·(1 + e^ε + … + e^{(k−1)ε}), at
+      most k·e^{(k−1)ε}·δ; refused when that δ is not below 1 (no guarantee
+      left);
+    * a leak stays a leak.
+
+    The sensitivity, if recorded, is scaled by ``k`` (a group moves each
+    statistic ``k`` times as far); the noise scale is the one drawn.
+
+    Parameters
+    ----------
+    entry : LedgerEntry
+        A record-level entry.
+    k : int
+        The group size, ``>= 1``.
+
+    Returns
+    -------
+    LedgerEntry
+        ``entry`` itself for ``k = 1`` or a leak, else a new entry.
+
+    Examples
+    --------
+    >>> from skdpsynth.privacy import LedgerEntry
+    >>> from skdpsynth.privacy.ledger import group_entry
+    >>> group_entry(LedgerEntry("counts", "gaussian", "zcdp", rho=0.01, epsilon=None, sensitivity=1.0), 5).rho
+    0.25
+    >>> group_entry(LedgerEntry("count", "laplace", "pure", rho=None, epsilon=0.2), 5).epsilon
+    1.0
+    """
+    k = _check_privacy_unit("unit", k)
+    if k == 1 or entry.accounting == "leak":
+        return entry
+    sensitivity = None if entry.sensitivity is None else entry.sensitivity * k
+    if entry.accounting == "zcdp":
+        return dataclasses.replace(entry, rho=k * k * entry.rho, sensitivity=sensitivity)
+    if entry.accounting == "pure":
+        return dataclasses.replace(entry, epsilon=k * entry.epsilon, sensitivity=sensitivity)
+    log_delta = math.log(k) + (k - 1) * entry.epsilon + math.log(entry.delta)
+    if not log_delta < 0.0:
+        raise ValueError(f"The (epsilon, delta) entry {entry.description!r} ({entry.epsilon:g}, {entry.delta:g}) "
+                         f"states no guarantee for {k} records: group privacy gives delta = k * exp((k - 1) * "
+                         f"epsilon) * delta >= 1. Spend less epsilon or delta on it, or lower max_contributions.")
+    return dataclasses.replace(entry, epsilon=k * entry.epsilon, delta=math.exp(log_delta), sensitivity=sensitivity)
+
+
 def _n(count: int) -> str:
     return f"{count} entr{'y' if count == 1 else 'ies'}"
 
@@ -163,6 +234,14 @@ class Guarantee:
         Σε and Σδ of the ``n_approx`` (ε, δ) entries (basic composition).
     leaks : tuple of str
         Descriptions of the leak entries; any makes ``epsilon`` infinite.
+    privacy_unit : hashable or None
+        The identifier column of a user-level ledger (see
+        :meth:`PrivacyLedger.per_person`): every quantity above is then per
+        person, for data sets differing in all records of one person, each
+        person holding at most ``max_contributions`` records.  ``None``: per
+        record.
+    max_contributions : int or None
+        ``k``, the records kept per person (with ``privacy_unit``).
 
     Examples
     --------
@@ -195,6 +274,8 @@ class Guarantee:
     approx_delta: float = 0.0
     n_approx: int = 0
     leaks: tuple[str, ...] = ()
+    privacy_unit: Any = None
+    max_contributions: int | None = None
 
     @property
     def is_private(self) -> bool:
@@ -202,6 +283,13 @@ class Guarantee:
         return not self.leaks
 
     def __str__(self) -> str:
+        text = self._describe()
+        if self.privacy_unit is None or self.leaks:
+            return text
+        head, colon, rest = text.partition(": ")
+        return head + " " + _per_person_text(self.privacy_unit, self.max_contributions) + colon + rest
+
+    def _describe(self) -> str:
         if self.leaks:
             return ("no DP guarantee (epsilon=inf): NOT differentially private: "
                     + "; ".join(dict.fromkeys(self.leaks)))
@@ -254,6 +342,19 @@ class PrivacyLedger:
         own guarantee, :attr:`delta`, and :meth:`epsilon` and the repr state
         ``(ε, δ)`` without being told δ.  :meth:`extend` adds the other
         ledger's ``zcdp_delta``: a pipeline's steps' δ's add up.
+    privacy_unit : hashable, optional
+        Makes this a user-level ledger: the name of the identifier column
+        whose values are the persons protected.  Its entries are still
+        recorded at record level (what each mechanism spends on data sets
+        differing in one record, as :attr:`entries` and :meth:`to_frame`
+        show them), and every total, :meth:`epsilon`, :meth:`guarantee`,
+        :meth:`statement`, :attr:`delta`, :meth:`check_budget` and the repr
+        are stated per person by group privacy (see :func:`group_entry`).
+        Set by a synthesizer fitted with ``privacy_unit=``; see
+        :meth:`per_person` and :meth:`record_level`.
+    max_contributions : int, optional
+        ``k``: the records each person holds at most (required with
+        ``privacy_unit``).
 
     Examples
     --------
@@ -268,13 +369,74 @@ class PrivacyLedger:
     >>> ledger.check_budget(rho=0.25)
     """
 
-    def __init__(self, entries: Iterable[LedgerEntry] = (), *, zcdp_delta: float | None = None) -> None:
+    #: The identifier column of a user-level ledger, and ``k``; ``None`` for a record-level one.
+    privacy_unit = None
+    max_contributions: int | None = None
+
+    def __init__(self, entries: Iterable[LedgerEntry] = (), *, zcdp_delta: float | None = None,
+                 privacy_unit=None, max_contributions: int | None = None) -> None:
         self._entries: list[LedgerEntry] = []
         if zcdp_delta is not None and not 0.0 < float(zcdp_delta) < 1.0:
             raise ValueError(f"zcdp_delta must be in (0, 1), got {zcdp_delta!r}.")
         self.zcdp_delta = None if zcdp_delta is None else float(zcdp_delta)
+        k = _check_privacy_unit(privacy_unit, max_contributions)
+        if privacy_unit is not None:  # a record-level ledger keeps the class defaults (its state is unchanged)
+            self.privacy_unit, self.max_contributions = privacy_unit, k
         for entry in entries:
             self.record(entry)
+
+    def per_person(self, privacy_unit, max_contributions: int) -> PrivacyLedger:
+        """A user-level copy: the same record-level entries, stated per person by group privacy.
+
+        After the records are bounded to ``max_contributions`` (``k``) per
+        value of ``privacy_unit``, two data sets that differ in one person's
+        records differ in at most ``k`` records; each entry's cost for them is
+        given by :func:`group_entry` (ρ → k²ρ, ε → kε, (ε, δ) →
+        (kε, k·e^{(k−1)ε}·δ)).  ``zcdp_delta`` is kept: the per-person ρ is
+        converted at the same δ.
+
+        Parameters
+        ----------
+        privacy_unit : hashable
+            The identifier column.
+        max_contributions : int
+            ``k >= 1``.
+
+        Returns
+        -------
+        PrivacyLedger
+
+        Examples
+        --------
+        >>> from skdpsynth.privacy import PrivacyLedger, cdp_rho
+        >>> ledger = PrivacyLedger(zcdp_delta=1e-9)
+        >>> _ = ledger.add("counts", "gaussian", rho=cdp_rho(1.0, 1e-9) / 25)  # rho / k^2 per record
+        >>> person = ledger.per_person("user_id", 5)
+        >>> person.statement()
+        "(1.0000, 1e-09)-DP per person ('user_id', at most 5 records each)"
+        >>> round(person.total_rho() / person.record_level().total_rho(), 9)
+        25.0
+        """
+        if privacy_unit is None:
+            raise ValueError("privacy_unit must name the identifier column; record_level() drops it.")
+        return PrivacyLedger(self._entries, zcdp_delta=self.zcdp_delta, privacy_unit=privacy_unit,
+                             max_contributions=max_contributions)
+
+    def record_level(self) -> PrivacyLedger:
+        """The same entries stated per record (add/remove one record), as they were recorded.
+
+        Examples
+        --------
+        >>> from skdpsynth.privacy import PrivacyLedger
+        >>> ledger = PrivacyLedger(privacy_unit="user_id", max_contributions=2)
+        >>> _ = ledger.add("count", "laplace", epsilon=0.5)
+        >>> ledger.total_epsilon(), ledger.record_level().total_epsilon()
+        (1.0, 0.5)
+        """
+        return PrivacyLedger(self._entries, zcdp_delta=self.zcdp_delta)
+
+    def _per_person_suffix(self) -> str:
+        return "" if self.privacy_unit is None else " " + _per_person_text(self.privacy_unit, self.max_contributions)
 
     @property
     def delta(self) -> float | None:
@@ -390,7 +552,13 @@ class PrivacyLedger:
         >>> unknown = PrivacyLedger(ledger.entries)  # the same entries, their delta not recorded
         >>> unknown.statement()
         '0.0149731-zCDP'
+
+        A user-level ledger (:meth:`per_person`) says so, naming the identifier and ``k``.
         """
+        text = self._statement(delta)
+        return text if not self.is_private else text + self._per_person_suffix()
+
+    def _statement(self, delta: float | None) -> str:
         leaks = self._of("leak")
         if leaks:
             return "NOT differentially private: " + "; ".join(dict.fromkeys(e.description for e in leaks))
@@ -426,8 +594,17 @@ class PrivacyLedger:
         """Append all entries of ``other`` (e.g. a sub-step's ledger); returns ``self``.
 
         If ``party`` is given it tags the appended entries that have no party
-        yet.  A ledger's ``zcdp_delta`` is added to this one's.
+        yet.  A ledger's ``zcdp_delta`` is added to this one's.  Ledgers of
+        different privacy units (per record, or per person with another
+        identifier or ``k``) do not compose: ``ValueError``.
         """
+        unit = (getattr(other, "privacy_unit", None), getattr(other, "max_contributions", None))
+        if isinstance(other, PrivacyLedger) and unit != (self.privacy_unit, self.max_contributions):
+            def name(u):
+                return "per record" if u[0] is None else _per_person_text(*u)
+            raise ValueError(f"Cannot add a ledger stated {name(unit)} to one stated "
+                             f"{name((self.privacy_unit, self.max_contributions))}: the guarantees protect "
+                             "different units and do not compose as they are.")
         other_delta = getattr(other, "zcdp_delta", None)
         if other_delta is not None:
             self.zcdp_delta = other_delta + (self.zcdp_delta or 0.0)
@@ -439,7 +616,7 @@ class PrivacyLedger:
 
     @property
     def entries(self) -> tuple[LedgerEntry, ...]:
-        """All entries, oldest first."""
+        """All entries, oldest first, as recorded: at record level, also in a user-level ledger."""
         return tuple(self._entries)
 
     def __len__(self) -> int:
@@ -468,17 +645,24 @@ class PrivacyLedger:
                 guarantee = f"{self.total_zcdp():.6g}-zCDP, {guarantee}"
         else:
             guarantee = self._composite()
+        if self.privacy_unit is not None:
+            parts.append(f"privacy_unit={self.privacy_unit!r}, max_contributions={self.max_contributions}")
+            if not leaks:
+                guarantee += self._per_person_suffix()
         return f"PrivacyLedger({', '.join(parts)}: {guarantee})"
 
     def _of(self, kind: str) -> list[LedgerEntry]:
-        return [e for e in self._entries if e.accounting == kind]
+        """The entries of one kind, at their cost for the ledger's unit (per person: by group privacy)."""
+        if self.privacy_unit is None:
+            return [e for e in self._entries if e.accounting == kind]
+        return [group_entry(e, self.max_contributions) for e in self._entries if e.accounting == kind]
 
     def total_rho(self) -> float:
-        """Sum of ρ over the zCDP entries only."""
+        """Sum of ρ over the zCDP entries only (per person in a user-level ledger: k²× the recorded ρ's)."""
         return math.fsum(e.rho for e in self._of("zcdp"))
 
     def total_epsilon(self) -> float:
-        """Sum of ε over the pure entries only."""
+        """Sum of ε over the pure entries only (per person in a user-level ledger: k× the recorded ε's)."""
         return math.fsum(e.epsilon for e in self._of("pure"))
 
     def total_zcdp(self) -> float:
@@ -571,7 +755,8 @@ class PrivacyLedger:
         approx_eps = math.fsum(e.epsilon for e in approx)
         approx_delta = math.fsum(e.delta for e in approx)
         parts = dict(delta=delta, rho=rho, n_zcdp=len(zcdp), pure_epsilon=pure_eps, n_pure=len(pure),
-                     approx_epsilon=approx_eps, approx_delta=approx_delta, n_approx=len(approx))
+                     approx_epsilon=approx_eps, approx_delta=approx_delta, n_approx=len(approx),
+                     privacy_unit=self.privacy_unit, max_contributions=self.max_contributions)
         if leaks:
             return Guarantee(math.inf, leaks=tuple(e.description for e in leaks), **parts)
         left = delta - approx_delta
@@ -598,7 +783,7 @@ class PrivacyLedger:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per entry, columns ``description, mechanism, accounting, rho,
-        epsilon, delta, sensitivity, scale, party, n_values``."""
+        epsilon, delta, sensitivity, scale, party, n_values`` (as recorded: at record level)."""
         rows = [{c: getattr(e, c) for c in _COLUMNS} for e in self._entries]
         frame = pd.DataFrame(rows, columns=_COLUMNS)
         for c in ("rho", "epsilon", "delta", "sensitivity", "scale"):
@@ -635,5 +820,6 @@ class PrivacyLedger:
                     f"Spent epsilon={spent:.6g} > budget epsilon={epsilon:.6g}.")
 
     def copy(self) -> PrivacyLedger:
-        """A new ledger with the same entries (entries are immutable, so shared)."""
-        return PrivacyLedger(self._entries, zcdp_delta=self.zcdp_delta)
+        """A new ledger with the same entries (entries are immutable, so shared) and unit."""
+        return PrivacyLedger(self._entries, zcdp_delta=self.zcdp_delta, privacy_unit=self.privacy_unit,
+                             max_contributions=self.max_contributions)

@@ -225,6 +225,18 @@ class AIMSynthesizer(BaseSynthesizer):
         (see ``doc/constraints.md``).
     random_state : None, int or numpy.random.Generator
     verbose : int, default=0
+    privacy_unit : str, optional
+        User-level DP: the identifier column of ``X`` (e.g. ``"user_id"``).
+        Each person's records are bounded to ``max_contributions`` before
+        anything is measured, the identifier is dropped (never synthesized
+        and not in the domain) and the guarantee, as ``privacy_ledger_``
+        states it, holds per person.  ``X`` must then be a DataFrame.  See
+        ``doc/user_level.md``.
+    max_contributions : int, optional
+        ``k``: records kept per person (chosen uniformly at random within
+        each person; a missing identifier is a person of its own); required
+        with ``privacy_unit``.  The method runs at the record-level budget
+        ``ρ/k²`` (group privacy), so its noise grows with ``k``.
 
     Attributes
     ----------
@@ -280,6 +292,8 @@ class AIMSynthesizer(BaseSynthesizer):
         constraints=None,
         random_state=None,
         verbose: int = 0,
+        privacy_unit=None,
+        max_contributions: int | None = None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -300,6 +314,8 @@ class AIMSynthesizer(BaseSynthesizer):
         self.constraints = constraints
         self.random_state = random_state
         self.verbose = verbose
+        self.privacy_unit = privacy_unit
+        self.max_contributions = max_contributions
 
     _parameter_constraints = {
         "workload": WORKLOAD_CONSTRAINT,

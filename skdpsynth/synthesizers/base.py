@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from numbers import Integral, Real
 
 import numpy as np
@@ -43,6 +43,7 @@ from ..marginals import as_codes
 from ..outofcore import is_out_of_core
 from ..params import Interval, Options, PrivacyParameter, validate_params
 from ..privacy import PrivacyLedger, cdp_rho
+from ..privacy.contributions import bound_contributions
 from ..privacy.randomness import child_random_states, noise_generator, warn_reproducible_noise
 from ..utils import append_target, check_memory, check_random_state, is_remote_data
 
@@ -71,9 +72,24 @@ class BaseSynthesizer(BaseEstimator):
     fit_time_ : float
         Seconds spent in :meth:`fit`.
     rho_ : float
-        The zCDP budget the fit was given (for zCDP methods).
+        The zCDP budget the fit was given (for zCDP methods); per person with
+        ``privacy_unit`` (the records are then measured at ``rho_ / k²``).
     feature_names_in_ : ndarray of str
-        Column names seen in :meth:`fit` (the target last when ``y`` was given).
+        Column names seen in :meth:`fit` (the target last when ``y`` was
+        given; never the ``privacy_unit`` column).
+
+    Notes
+    -----
+    **User-level privacy.**  MST, AIM, PPSyn and DPView take
+    ``privacy_unit=`` (the identifier column of ``X``) and
+    ``max_contributions=`` (``k``): :meth:`fit` keeps at most ``k`` records
+    per person, chosen uniformly at random within each person
+    (:func:`~skdpsynth.privacy.contributions.bound_contributions`), drops the
+    identifier, and runs the method at the record-level budget ``ρ/k²``
+    (zCDP) or ``ε/k`` (pure ε-DP), so that the fit is (ε, δ)-DP for data sets
+    that differ in all records of one person (group privacy; Bun & Steinke
+    2016, Proposition 27).  ``privacy_ledger_`` states that per-person
+    guarantee.  See ``doc/user_level.md``.
 
     Examples
     --------
@@ -115,6 +131,8 @@ class BaseSynthesizer(BaseEstimator):
         "sampling": [Options("round", "sample")],
         "tol": [Interval(Real, 0, None)],
         "constraints": [None, list, tuple],
+        "privacy_unit": [None, Hashable],
+        "max_contributions": [None, Interval(Integral, 1, None)],
     }
 
     # zCDP by default (epsilon and delta checked by _check_params); pure-epsilon methods override _privacy_budget.
@@ -135,7 +153,8 @@ class BaseSynthesizer(BaseEstimator):
             :mod:`skdpsynth.outofcore`).  The federated methods
             (``HybridSynthesizer``, ``VerticalMRFSynthesizer``), whose
             parties take their rows in memory, refuse it with a ``TypeError``
-            before reading anything.
+            before reading anything.  With ``privacy_unit`` set, ``X`` must be
+            a pandas DataFrame holding that identifier column.
         y : array-like of shape (n_records,), optional
             A column to synthesize with ``X`` (e.g. a classification target),
             appended as the last column (named after ``y.name``, else ``"target"``).
@@ -147,6 +166,7 @@ class BaseSynthesizer(BaseEstimator):
         self
         """
         start = time.perf_counter()
+        unit = self._check_privacy_unit(X)  # before anything is read
         remote = is_remote_data(X)
         lazy = not remote and is_out_of_core(X)
         if remote:  # records that stay with their parties (skdpsynth.federated.FederatedData)
@@ -158,11 +178,18 @@ class BaseSynthesizer(BaseEstimator):
                 raise ValueError("With out-of-core data (a dask DataFrame or Parquet files) the target is one of "
                                  "the columns; do not pass y.")
             frame = None
-        else:
+        elif unit is None:
             frame = self._as_frame(X, y)
         self._check_params()
-        budget = self._privacy_budget()
+        budget = person_budget = self._privacy_budget()
         warn_reproducible_noise(type(self).__name__, self.random_state)
+        # The seed rule: noise from OS entropy (or the seed); every released stream from a source of its own.
+        rng = noise_generator(self.random_state)
+        if unit is not None:
+            # Each person's records bounded to k with the noise's randomness; the identifier goes no further.
+            k = int(self.max_contributions)
+            frame = self._as_frame(bound_contributions(self._as_frame(X, y), unit, k, rng), None)
+            budget = self._record_level_budget(person_budget, k)
         # A zCDP fit records the delta its rho was derived from: the ledger then states (epsilon, delta) itself.
         ledger = PrivacyLedger(zcdp_delta=float(self.delta) if "rho" in budget else None)
         if remote:
@@ -180,8 +207,6 @@ class BaseSynthesizer(BaseEstimator):
             domain = Domain([c.name for c in columns], [c.size for c in columns])
             coded = pd.DataFrame({c.name: c.encode(frame[c.name]) for c in columns}, index=frame.index)
             codes = as_codes(coded, domain)
-        # The seed rule: noise from OS entropy (or the seed); every released stream from a source of its own.
-        rng = noise_generator(self.random_state)
         public_state, sample_state = child_random_states(self.random_state, 2)
         self._public_rng = check_random_state(public_state)
         self._columns = columns
@@ -198,13 +223,17 @@ class BaseSynthesizer(BaseEstimator):
         finally:
             del self._public_rng
         del codes, coded, frame, rng  # nothing below may look at the data or the noise
-        self._check_spend(ledger, self._charged_budget(budget))
+        self._check_spend(ledger, self._charged_budget(budget))  # at record level, as the method spent it
+        if unit is not None:
+            ledger = ledger.per_person(unit, self.max_contributions)
         self.constraints_ = constraints
         if constraints:
             self._apply_constraints(constraints)
         self.privacy_ledger_ = ledger
+        if unit is not None:
+            self._state_per_person(int(self.max_contributions))
         if "rho" in budget:
-            self.rho_ = budget["rho"]
+            self.rho_ = person_budget["rho"]
         self._sample_rng = check_random_state(sample_state)
         self.fit_time_ = time.perf_counter() - start
         if getattr(self, "verbose", 0):  # the statement converts rho to epsilon: not worth it unread
@@ -219,6 +248,51 @@ class BaseSynthesizer(BaseEstimator):
         if not np.isclose(spent, stated, rtol=1e-9, atol=0.0):
             raise RuntimeError(f"{type(self).__name__} spent {kind}={spent!r} but states {stated!r}; the budget "
                                "split must give every stage's share to the stages that run.")
+
+    def _check_privacy_unit(self, X):
+        """The identifier column of a user-level fit (None without one), checked before anything is read.
+
+        ``privacy_unit`` and ``max_contributions`` go together; ``X`` must be
+        an in-memory DataFrame holding the identifier, which the public
+        domain must not name (the identifier is never synthesized).
+        """
+        unit, k = getattr(self, "privacy_unit", None), getattr(self, "max_contributions", None)
+        if unit is None and k is None:
+            return None
+        validate_params(self, {"privacy_unit": unit, "max_contributions": k})
+        name = type(self).__name__
+        if unit is None or k is None:
+            raise ValueError(f"{name}: privacy_unit (the identifier column) and max_contributions (the records "
+                             "kept per person, k) go together: give both for user-level DP, or neither.")
+        if not isinstance(X, pd.DataFrame):
+            raise TypeError(f"{name}(privacy_unit={unit!r}) needs the records in memory as a pandas DataFrame "
+                            f"holding the identifier column, got {type(X).__name__}. Out-of-core data and "
+                            "records that stay with their parties are not supported with a privacy unit.")
+        if unit not in X.columns:
+            raise ValueError(f"{name}: the privacy unit {unit!r} is not a column of X.")
+        domain = getattr(self, "domain", None)
+        if domain is not None and unit in (domain.attrs if isinstance(domain, Domain) else domain):
+            raise ValueError(f"{name}: domain= names the privacy unit {unit!r}; the identifier is never "
+                             "synthesized, so leave it out of the domain.")
+        return unit
+
+    @staticmethod
+    def _record_level_budget(budget: dict, k: int) -> dict:
+        """The budget of a record-level run whose guarantee for a group of ``k`` records is ``budget``.
+
+        Group privacy: ρ-zCDP for one record is k²ρ-zCDP for k records (Bun
+        & Steinke 2016, Proposition 27); ε-DP is kε-DP (Dwork & Roth 2014,
+        Theorem 2.2).  So the run gets ρ/k² or ε/k — the same as scaling
+        every sensitivity by k (a Gaussian's σ and a Laplace's scale by k,
+        an exponential mechanism's ε by 1/k).
+        """
+        scale = {"rho": k * k, "epsilon": k}
+        if set(budget) - set(scale):
+            raise ValueError(f"No group-privacy scaling for a budget of {sorted(budget)}.")
+        return {kind: value / scale[kind] for kind, value in budget.items()}
+
+    def _state_per_person(self, k: int) -> None:
+        """Restate fitted attributes that express privacy spent per person (after ``privacy_ledger_`` is)."""
 
     def _charged_budget(self, budget: dict) -> dict:
         """What the ledger may sum to: the budget, unless a method knowingly charges more (and says so)."""
@@ -460,6 +534,9 @@ class BaseSynthesizer(BaseEstimator):
         from ..metrics.scorers import marginal_scorer
 
         check_is_fitted(self, "model_")
+        unit = getattr(self, "privacy_unit", None)
+        if unit is not None and isinstance(X, pd.DataFrame) and unit in X.columns:
+            X = X.drop(columns=[unit])  # the identifier was never synthesized
         n_features = np.shape(X)[1] if np.ndim(X) == 2 else None
         if n_features != self.n_features_in_:
             raise ValueError(f"X has {n_features} features, but {type(self).__name__} is expecting "

@@ -161,6 +161,18 @@ class PartitionSynthesizer(BaseSynthesizer):
         (see ``doc/constraints.md``).
     random_state : None, int or numpy.random.Generator
     verbose : int, default=0
+    privacy_unit : str, optional
+        User-level DP: the identifier column of ``X`` (e.g. ``"user_id"``).
+        Each person's records are bounded to ``max_contributions`` before
+        anything is measured, the identifier is dropped (never synthesized
+        and not in the domain) and the guarantee, as ``privacy_ledger_``
+        states it, holds per person.  ``X`` must then be a DataFrame.  See
+        ``doc/user_level.md``.
+    max_contributions : int, optional
+        ``k``: records kept per person (chosen uniformly at random within
+        each person; a missing identifier is a person of its own); required
+        with ``privacy_unit``.  The method runs at the record-level budget
+        ``ρ/k²`` (group privacy), so its noise grows with ``k``.
 
     Attributes
     ----------
@@ -173,6 +185,7 @@ class PartitionSynthesizer(BaseSynthesizer):
         released noisy captured ``contribution`` G̃ (``skipped`` when it left no feasible partition).  Paper mode
         stores no contribution (it is raw).
     rho_used_ : float
+        The zCDP budget spent (per person with ``privacy_unit``).
     n_rounds_ : int
         Selections made (``len(selected_)``).
     scoring_ : {"exact", "sampled"}
@@ -180,7 +193,8 @@ class PartitionSynthesizer(BaseSynthesizer):
     selections_per_round_ : int
         The engine used (see ``scoring``, ``scoring_samples`` and ``selections_per_round``).
     epsilon_spent_ : float
-        ``rho_used_`` as ε at ``delta`` (infinite in paper mode: no DP guarantee).
+        ``rho_used_`` as ε at ``delta`` (infinite in paper mode: no DP guarantee); per person with
+        ``privacy_unit``.
 
     Examples
     --------
@@ -231,6 +245,8 @@ class PartitionSynthesizer(BaseSynthesizer):
         constraints=None,
         random_state=None,
         verbose: int = 0,
+        privacy_unit=None,
+        max_contributions: int | None = None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -265,6 +281,8 @@ class PartitionSynthesizer(BaseSynthesizer):
         self.constraints = constraints
         self.random_state = random_state
         self.verbose = verbose
+        self.privacy_unit = privacy_unit
+        self.max_contributions = max_contributions
 
     # -- validation ---------------------------------------------------------
     _parameter_constraints = {
@@ -359,6 +377,11 @@ class PartitionSynthesizer(BaseSynthesizer):
         self.n_rounds_ = len(self.selected_)
         self.epsilon_spent_ = ledger.epsilon(float(self.delta))
         self.sequence_builds_ = steps.cache.builds
+
+    def _state_per_person(self, k: int) -> None:
+        # A user-level fit spent rho_used_ at record level; per person it is k² times that (the ledger's view).
+        self.rho_used_ *= k * k
+        self.epsilon_spent_ = self.privacy_ledger_.epsilon(float(self.delta))
 
     def _choose_engine(self, domain: Domain, n_candidates: int, strict: bool) -> None:
         """``scoring_``, ``scoring_samples_`` and ``selections_per_round_`` from hyper-parameters and public sizes
