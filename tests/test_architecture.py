@@ -20,7 +20,7 @@ LAYERS = (
     ("domain", "utils", "params"),
     ("privacy", "datasets"),
     ("marginals", "columns"),
-    ("outofcore",),             # counts marginals of data too large for memory
+    ("outofcore", "constraints"),   # counting data too large for memory; public constraints over the columns
     ("graphical", "metrics", "preprocessing"),
     ("federated",),
     ("synthesizers.base", "synthesizers.select_measure", "synthesizers.rounds"),

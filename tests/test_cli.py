@@ -508,7 +508,7 @@ def test_an_iso_date_column_outside_the_schema_comes_back_as_dates(tmp_path):
     kept = tmp_path / "k.json"
     kept.write_text(json.dumps({"opened": {"type": "categorical"}}))
     from skdpsynth.cli import _read_schema
-    assert _read_input(path, _read_schema(str(kept)))["opened"].dtype != "datetime64[ns]"  # declared: text
+    assert _read_input(path, _read_schema(str(kept))[0])["opened"].dtype != "datetime64[ns]"  # declared: text
     mixed = tmp_path / "x.csv"
     mixed.write_text("v\n2020-05-01\nsoon\n")
     assert not str(_read_input(mixed)["v"].dtype).startswith("datetime64")  # one field not a date: text
