@@ -126,7 +126,14 @@ SYNTHESIZERS = {
     "Partition": (_partition, (), None),
 }
 
+# Public constraints cost nothing and change no draw (doc/constraints.md): the fits reconcile as without them.
+_RULES = [{"forbid": {"a": 0, "b": 0}}, {"dependency": {"determinant": "d", "dependent": "c", "mapping": {0: 0, 1: 1}}}]
+
 OPTIONS = {
+    "MST-constraints": (lambda: MSTSynthesizer(1.0, domain=DOMAIN, max_iters=100, random_state=0, constraints=_RULES),
+                        (), None),
+    "View-constraints": (lambda: _view(constraints=_RULES), (), None),
+    "Partition-constraints": (lambda: _partition(constraints=_RULES), (), None),
     "MST-compress=False": (lambda: MSTSynthesizer(1.0, domain=DOMAIN, compress=False, max_iters=100,
                                                   random_state=0), (), None),
     # The default for a release: noise from the OS CSPRNG (SystemRandomGenerator), which the spies wrap as what it
