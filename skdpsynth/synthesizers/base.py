@@ -454,7 +454,9 @@ class BaseSynthesizer(BaseEstimator):
         if isinstance(model, GraphicalModel):
             cells = self._model_allowed_cells(constraints)
             if cells:
+                start = time.perf_counter()
                 self.model_ = fit_under_constraints(model, cells, iters=self._CONSTRAINED_ITERS)
+                self._log(f"re-estimated under {len(cells)} constraint(s) in {time.perf_counter() - start:.1f} s")
 
     def _model_allowed_cells(self, constraints: list) -> list:
         """The constraints' allowed cells over the model's domain (the fitted domain, unless a method maps it)."""
