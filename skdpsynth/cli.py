@@ -63,7 +63,7 @@ from .columns import Column
 from .constraints import constraint_from_dict
 from .pipeline import SynthesisPipeline
 from .preprocessing import TableDiscretizer
-from .preprocessing.table import _reject_duplicate_keys, normalize_schema, private_metadata, schema_from_json
+from .preprocessing.table import _reject_duplicate_keys, normalize_schema, private_metadata
 from .privacy import ReproducibleNoiseWarning
 from .utils import MemoryLimitError
 
@@ -241,12 +241,11 @@ def _read_schema(path) -> tuple[dict, list | None]:
     if not text.strip():
         raise _UserError(f"{where} is empty; it must hold a JSON object {{column: spec}}")
     try:
-        if text.lstrip()[:1] not in ("{", "["):  # schema_from_json would take any other text for a file name
-            json.loads(text)
-            raise ValueError("A JSON schema must be an object {column: spec}.")
         parsed = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
-        constraints = parsed.pop(CONSTRAINTS_KEY, None) if isinstance(parsed, dict) else None
-        schema = schema_from_json(json.dumps(parsed) if constraints is not None else text)
+        if not isinstance(parsed, dict):
+            raise ValueError("A JSON schema must be an object {column: spec}.")
+        constraints = parsed.pop(CONSTRAINTS_KEY, None)
+        schema = normalize_schema(parsed)
         return schema, _schema_constraints(constraints, schema)
     except json.JSONDecodeError as exc:
         raise _UserError(f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc

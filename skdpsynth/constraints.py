@@ -38,13 +38,10 @@ import numpy as np
 import pandas as pd
 
 from .columns import Column
+from .utils import as_value_list
 
 __all__ = ["Constraint", "ForbiddenCombination", "AllowedCombinations", "FunctionalDependency",
            "constraint_from_dict", "compile_constraints", "violations"]
-
-
-def _listed(values) -> list:
-    return list(values) if isinstance(values, (list, tuple, set, frozenset, np.ndarray, pd.Index)) else [values]
 
 
 def _codes(column: Column, values: Sequence, where: str) -> np.ndarray:
@@ -118,7 +115,7 @@ class ForbiddenCombination(Constraint):
     def __init__(self, values: Mapping):
         if not isinstance(values, Mapping) or len(values) < 2:
             raise ValueError(f"A forbidden combination names at least two columns, got {values!r}.")
-        self.values = {name: _listed(v) for name, v in values.items()}
+        self.values = {name: as_value_list(v) for name, v in values.items()}
         if any(not v for v in self.values.values()):
             raise ValueError(f"A forbidden combination lists at least one value per column, got {values!r}.")
         self.columns = tuple(self.values)

@@ -23,7 +23,7 @@ from .domain import Domain
 from .params import Dict, HasMethods, Interval, Options, validate_params
 from .privacy import warn_privacy_leak
 from .privacy.metadata import is_public
-from .utils import append_target, check_random_state
+from .utils import append_target, as_value_list, check_random_state
 
 try:  # public since scikit-learn 1.6
     from sklearn.utils import TransformerTags, get_tags
@@ -827,7 +827,7 @@ class SynthesisPipeline(BaseEstimator):
             if column not in columns:
                 raise ValueError(f"Cannot condition on {column!r}: not a column of the fitted data "
                                  f"(columns: {columns}).")
-            listed = _listed(values)
+            listed = as_value_list(values)
             if not listed:
                 raise ValueError(f"The condition on {column!r} lists no value.")
             translated[column] = self._translate_column(column, listed, record)
@@ -916,13 +916,6 @@ class SynthesisPipeline(BaseEstimator):
         from .metrics.scorers import marginal_scorer
 
         return marginal_scorer(ways=2)(self, X, y)
-
-
-def _listed(values) -> list:
-    """A condition's values as a list (one value, or a list, tuple, set or array of them)."""
-    if isinstance(values, (list, tuple, set, frozenset, np.ndarray, pd.Index, pd.Series)):
-        return list(values)
-    return [values]
 
 
 def _same(a, b) -> bool:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["check_random_state", "available_memory", "check_memory", "MemoryLimitError", "format_bytes", "append_target",
-           "moved_names",
+           "moved_names", "as_value_list",
            "is_lazy_codes", "is_remote_data", "LAZY_CODES_MARKER", "REMOTE_DATA_MARKER"]
 
 #: The class attribute (set to ``True``) by which out-of-core codes (:class:`skdpsynth.outofcore.DaskCodes`) are
@@ -251,3 +251,20 @@ def is_remote_data(X) -> bool:
     False
     """
     return bool(getattr(X, REMOTE_DATA_MARKER, False))
+
+
+def as_value_list(values) -> list:
+    """One value, or a list, tuple, set, array, Index or Series of values, as a list of values.
+
+    How a condition (``sample(conditions=...)``) or a constraint
+    (:mod:`skdpsynth.constraints`) reads what a user gives for a column.
+
+    Examples
+    --------
+    >>> from skdpsynth.utils import as_value_list
+    >>> as_value_list("Husband"), as_value_list(("Husband", "Wife"))
+    (['Husband'], ['Husband', 'Wife'])
+    """
+    if isinstance(values, (list, tuple, set, frozenset, np.ndarray, pd.Index, pd.Series)):
+        return list(values)
+    return [values]

@@ -209,7 +209,7 @@ def test_an_invalid_constraint_is_refused_before_anything_is_spent(adult):
         with pytest.raises(ValueError, match="not fitted columns"):
             mst.fit(X)
     assert not hasattr(mst, "privacy_ledger_") and not hasattr(mst, "model_")
-    with pytest.raises(Exception, match="constraints"):
+    with pytest.raises(ValueError, match="constraints must be None, a list or a tuple"):
         MSTSynthesizer(constraints="sex != 0").fit(X)
 
 

@@ -45,7 +45,7 @@ from ..params import Interval, Options, PrivacyParameter, validate_params
 from ..privacy import PrivacyLedger, cdp_rho
 from ..privacy.contributions import bound_contributions
 from ..privacy.randomness import child_random_states, noise_generator, warn_reproducible_noise
-from ..utils import append_target, check_memory, check_random_state, is_remote_data
+from ..utils import append_target, as_value_list, check_memory, check_random_state, is_remote_data
 
 __all__ = ["BaseSynthesizer"]
 
@@ -424,8 +424,7 @@ class BaseSynthesizer(BaseEstimator):
             if name not in columns:
                 raise ValueError(f"Cannot condition on {name!r}: not a fitted column (columns: {list(columns)}).")
             column = columns[name]
-            listed = list(values) if isinstance(values, (list, tuple, set, frozenset, np.ndarray, pd.Index)) \
-                else [values]
+            listed = as_value_list(values)
             if not listed:
                 raise ValueError(f"The condition on {name!r} lists no value.")
             codes = np.asarray(column.encode(pd.Series(listed, dtype=object if column.kind != "codes" else None)))
