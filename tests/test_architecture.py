@@ -5,6 +5,8 @@ imported).  A module belongs to a unit (a top-level module or package; within ``
 each shared module is its own unit), and each unit to a layer; a module may import its own unit or a unit of a
 lower layer (a method may import another only where a lower layer holds it: AIM and MST sit below the methods
 built on them), and the module graph has no cycle.  There are no exceptions.
+
+Beside it, the length rule of doc/architecture.md: no function has more than ``MAX_CODE_LINES`` lines of code.
 """
 from __future__ import annotations
 
@@ -130,3 +132,44 @@ def test_deprecated_aliases_warn_and_give_the_moved_object():
             found = getattr(module, name)
         assert found is getattr(importlib.import_module(target), name)
         assert name not in getattr(module, "__all__", ())
+
+
+# A function reads as its algorithm's steps: past this many lines of code it is usually two steps.
+MAX_CODE_LINES = 80
+
+
+def long_functions(package: Path = PACKAGE, limit: int = MAX_CODE_LINES) -> list[str]:
+    """``path:line name (n lines)`` for every function with more than ``limit`` lines of code: its body's
+    non-blank lines that are not comments, without its docstring (nested functions count in their parent
+    too)."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            body = node.body
+            if ast.get_docstring(node) is not None:
+                body = body[1:]
+            if not body:
+                continue
+            code = [s for s in (line.strip() for line in lines[body[0].lineno - 1:node.end_lineno])
+                    if s and not s.startswith("#")]
+            if len(code) > limit:
+                found.append(f"{path.relative_to(package.parent)}:{node.lineno} {node.name} ({len(code)} lines)")
+    return found
+
+
+def test_no_function_longer_than_the_limit():
+    found = long_functions()
+    assert not found, f"functions over {MAX_CODE_LINES} lines of code (split them into their steps): {found}"
+
+
+def test_the_length_check_counts_code_not_docstrings_or_comments(tmp_path):
+    package = tmp_path / "skdpsynth"
+    package.mkdir()
+    docstring = '    """' + "\n".join(["Doc."] * 50) + '"""\n'
+    (package / "short.py").write_text("def f():\n" + docstring + "    # why\n\n" * 50 + "    x = 1\n" * 3)
+    (package / "long.py").write_text("def g():\n" + docstring + "    x = 1\n" * 4)
+    assert long_functions(package, limit=3) == ["skdpsynth/long.py:1 g (4 lines)"]

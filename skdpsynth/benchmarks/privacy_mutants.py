@@ -490,17 +490,14 @@ CATALOGUE: tuple[Mutant, ...] = (
              "tests/test_privacy_audit.py::test_audit_dp_categorical_encoder"]),
     _mutant("encoder_categories_by_exact_frequency", "DPCategoricalEncoder",
             "released categories listed by their exact frequency (the order reveals exact counts)",
-            _ENCODER, "                released[col] = _sorted_values(counts.index[keep].tolist())\n",
-            "                released[col] = counts[keep].sort_values(ascending=False, kind=\"stable\").index.tolist()\n",
+            _ENCODER, "            released[col] = _sorted_values(counts.index[keep].tolist())\n",
+            "            released[col] = counts[keep].sort_values(ascending=False, kind=\"stable\").index.tolist()\n",
             ["tests/test_preprocessing_encoder.py::test_frequent_values_always_released_sorted_and_ledger"]),
     _mutant("encoder_second_threshold_draw", "DPCategoricalEncoder",
             "a value below the threshold gets a second, uncharged noisy count (twice the delta)",
-            _ENCODER, "                keep = release_above_threshold(candidates, epsilon=eps_col,\n"
-                      "                                               threshold=cut, random_state=rng)\n",
-            "                keep = release_above_threshold(candidates, epsilon=eps_col,\n"
-            "                                               threshold=cut, random_state=rng)\n"
-            "                keep |= release_above_threshold(candidates, epsilon=eps_col,\n"
-            "                                                threshold=cut, random_state=rng)\n",
+            _ENCODER, "            keep = release_above_threshold(candidates, epsilon=eps_col, threshold=cut, random_state=rng)\n",
+            "            keep = release_above_threshold(candidates, epsilon=eps_col, threshold=cut, random_state=rng)\n"
+            "            keep |= release_above_threshold(candidates, epsilon=eps_col, threshold=cut, random_state=rng)\n",
             ["tests/test_preprocessing_encoder.py::test_single_occurrence_release_rate_at_most_delta"]),
     _mutant("encoder_missing_category_only_if_seen", "DPCategoricalEncoder",
             "missing='category' (not the default) adds the label only when the column has missing values",

@@ -478,71 +478,12 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
             raise ValueError(
                 "DP category discovery (thresholded Laplace counts) is (epsilon, delta)-DP and needs "
                 f"delta > 0; give delta in (0, 1) or public categories for columns {to_discover}.")
-        # "auto": an "other" category only where DP thresholding may leave values unreleased.
-        handle_unknown = {c: ("other" if dp and c in to_discover else "error") if h == "auto" else h
-                          for c, h in handle_unknown.items()}
-        self._check_labels(handle_unknown, missing)
-        for col in columns:
-            if missing[col] == "other" and handle_unknown[col] != "other":
-                raise ValueError(f"missing='other' for column {col!r} maps missing values to the other category, "
-                                 "which it does not have: set handle_unknown='other' for it too.")
-        for col in columns:  # "auto" without a DP release: public categories refuse missing values
-            if missing[col] == "auto" and not (dp and col in to_discover):
-                missing[col] = "category" if col in to_discover and frame[col].isna().any() else "error"
-        for col in columns:  # before any budget is spent
-            if missing[col] == "error" and frame[col].isna().any():
-                raise ValueError(
-                    f"Column {col!r} has missing values (None/NaN), and missing values get no category unless "
-                    f"asked for (missing='error', the default). Declare them with missing='category' (or "
-                    f"missing={{{col!r}: 'category'}} for this column only): they then map to the category "
-                    f"{self.missing_category!r}.")
-
+        handle_unknown, missing = self._resolve_handling(frame, columns, to_discover, dp, handle_unknown, missing)
         ledger = PrivacyLedger()
-        thresholds = {}
-        released = {}
         if dp:
-            warn_reproducible_noise(type(self).__name__, self.random_state)
-            rng = noise_generator(self.random_state)
-            m = len(to_discover)
-            eps_col, delta_col = float(self.epsilon) / m, float(self.delta) / m
-            tau_dp = dp_threshold(eps_col, delta_col)
-            if self.threshold is not None and float(self.threshold) < tau_dp:
-                raise ValueError(
-                    f"threshold={self.threshold!r} is below the (epsilon, delta)-DP threshold {tau_dp:.6g} "
-                    f"for epsilon={eps_col:.6g}, delta={delta_col:.6g} per column; it can only be raised.")
-            tau = tau_dp if self.threshold is None else float(self.threshold)
-            for col in to_discover:
-                counts = frame[col].value_counts(dropna=True, sort=False)
-                counts = counts[counts > 0]  # a Categorical's unused categories are not candidates
-                candidates, cut = counts.to_numpy(), tau
-                if missing[col] == "auto":
-                    # One more count, of the missing values: a record is in it or in one value's count (L1
-                    # sensitivity 1 still), and it is there whatever the data, so its threshold needs no δ.
-                    candidates = np.append(candidates, int(frame[col].isna().sum()))
-                    cut = np.append(np.full(counts.size, tau), missing_threshold(eps_col))
-                keep = release_above_threshold(candidates, epsilon=eps_col,
-                                               threshold=cut, random_state=rng)
-                if missing[col] == "auto":
-                    missing[col] = "category" if keep[-1] else ("other" if handle_unknown[col] == "other"
-                                                                  else "error")
-                    keep = keep[:-1]
-                released[col] = _sorted_values(counts.index[keep].tolist())
-                thresholds[col] = tau
-                ledger.add(f"categories of column {col!r}", "laplace-threshold",
-                           epsilon=eps_col, delta=delta_col, sensitivity=1.0,
-                           scale=1.0 / eps_col, n_values=len(released[col]), threshold=tau)
-                del counts
-            self._check_ledger(ledger)
+            released, thresholds = self._discover(frame, to_discover, missing, handle_unknown, ledger)
         else:
-            for col in to_discover:
-                released[col] = _sorted_values(pd.unique(frame[col].dropna()).tolist())
-            if to_discover:
-                warn_privacy_leak(
-                    f"The categories of columns {[str(c) for c in to_discover]} were read from the private "
-                    "data without differential privacy. Give them as public categories= or set "
-                    "epsilon and delta for DP category discovery.", ledger=ledger,
-                    description=f"DPCategoricalEncoder: the categories of columns {[str(c) for c in to_discover]} "
-                    "read from the data", columns=[str(c) for c in to_discover])
+            released, thresholds = self._read_categories(frame, to_discover, ledger), {}
 
         self.handle_unknown_ = handle_unknown
         self.missing_ = missing
@@ -558,6 +499,82 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
         self.n_features_in_ = frame.shape[1]
         self.dtypes_ = {col: frame[col].dtype for col in columns}
         return self
+
+    def _resolve_handling(self, frame: pd.DataFrame, columns, to_discover, dp: bool, handle_unknown: dict,
+                          missing: dict) -> tuple[dict, dict]:
+        """``handle_unknown`` and ``missing`` per column with ``"auto"`` resolved where no DP release decides it,
+        checked against each other and against the data's missing values before any budget is spent."""
+        # "auto": an "other" category only where DP thresholding may leave values unreleased.
+        handle_unknown = {c: ("other" if dp and c in to_discover else "error") if h == "auto" else h
+                          for c, h in handle_unknown.items()}
+        self._check_labels(handle_unknown, missing)
+        for col in columns:
+            if missing[col] == "other" and handle_unknown[col] != "other":
+                raise ValueError(f"missing='other' for column {col!r} maps missing values to the other category, "
+                                 "which it does not have: set handle_unknown='other' for it too.")
+        for col in columns:  # "auto" without a DP release: public categories refuse missing values
+            if missing[col] == "auto" and not (dp and col in to_discover):
+                missing[col] = "category" if col in to_discover and frame[col].isna().any() else "error"
+        for col in columns:
+            if missing[col] == "error" and frame[col].isna().any():
+                raise ValueError(
+                    f"Column {col!r} has missing values (None/NaN), and missing values get no category unless "
+                    f"asked for (missing='error', the default). Declare them with missing='category' (or "
+                    f"missing={{{col!r}: 'category'}} for this column only): they then map to the category "
+                    f"{self.missing_category!r}.")
+        return handle_unknown, missing
+
+    def _discover(self, frame: pd.DataFrame, to_discover, missing: dict, handle_unknown: dict,
+                  ledger: PrivacyLedger) -> tuple[dict, dict]:
+        """The released values of each column and its threshold: thresholded Laplace counts, ``epsilon / m``
+        and ``delta / m`` per column (m columns). A ``missing="auto"`` column's missing values are one more
+        count, released above :func:`._adaptive.missing_threshold`; ``missing`` is updated in place."""
+        warn_reproducible_noise(type(self).__name__, self.random_state)
+        rng = noise_generator(self.random_state)
+        m = len(to_discover)
+        eps_col, delta_col = float(self.epsilon) / m, float(self.delta) / m
+        tau_dp = dp_threshold(eps_col, delta_col)
+        if self.threshold is not None and float(self.threshold) < tau_dp:
+            raise ValueError(
+                f"threshold={self.threshold!r} is below the (epsilon, delta)-DP threshold {tau_dp:.6g} "
+                f"for epsilon={eps_col:.6g}, delta={delta_col:.6g} per column; it can only be raised.")
+        tau = tau_dp if self.threshold is None else float(self.threshold)
+        released, thresholds = {}, {}
+        for col in to_discover:
+            counts = frame[col].value_counts(dropna=True, sort=False)
+            counts = counts[counts > 0]  # a Categorical's unused categories are not candidates
+            candidates, cut = counts.to_numpy(), tau
+            if missing[col] == "auto":
+                # One more count, of the missing values: a record is in it or in one value's count (L1
+                # sensitivity 1 still), and it is there whatever the data, so its threshold needs no δ.
+                candidates = np.append(candidates, int(frame[col].isna().sum()))
+                cut = np.append(np.full(counts.size, tau), missing_threshold(eps_col))
+            keep = release_above_threshold(candidates, epsilon=eps_col, threshold=cut, random_state=rng)
+            if missing[col] == "auto":
+                missing[col] = "category" if keep[-1] else ("other" if handle_unknown[col] == "other" else "error")
+                keep = keep[:-1]
+            released[col] = _sorted_values(counts.index[keep].tolist())
+            thresholds[col] = tau
+            ledger.add(f"categories of column {col!r}", "laplace-threshold",
+                       epsilon=eps_col, delta=delta_col, sensitivity=1.0,
+                       scale=1.0 / eps_col, n_values=len(released[col]), threshold=tau)
+            del counts
+        self._check_ledger(ledger)
+        return released, thresholds
+
+    @staticmethod
+    def _read_categories(frame: pd.DataFrame, to_discover, ledger: PrivacyLedger) -> dict:
+        """Each column's values read from the data, without DP: a ``PrivacyLeakWarning``, recorded in
+        ``ledger``."""
+        released = {col: _sorted_values(pd.unique(frame[col].dropna()).tolist()) for col in to_discover}
+        if to_discover:
+            warn_privacy_leak(
+                f"The categories of columns {[str(c) for c in to_discover]} were read from the private "
+                "data without differential privacy. Give them as public categories= or set "
+                "epsilon and delta for DP category discovery.", ledger=ledger,
+                description=f"DPCategoricalEncoder: the categories of columns {[str(c) for c in to_discover]} "
+                "read from the data", columns=[str(c) for c in to_discover])
+        return released
 
     def _check_ledger(self, ledger: PrivacyLedger) -> None:
         entries = ledger.entries
