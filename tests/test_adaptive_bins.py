@@ -215,6 +215,32 @@ def test_noise_only_cells_spread_their_bucket_evenly():
     assert np.allclose(exact, np.arange(32.0))
 
 
+def test_a_lone_cell_of_many_values_needs_more_to_stand_out_than_a_single_value():
+    """C = 32 cells of a bucket of 1,600 records (50 each), noise scale 500: the first threshold is
+    500 ln(32 / 0.02) = 3,689, the lone cell's 500 ln(32 / 2e-4) = 5,992.  A count of 4,500 in one cell (the
+    noise's 1-in-100 draw over the histogram, or a peak): kept when the cell is one value; spread with the
+    rest when it is a cell of many values alone; kept when its neighbour stands out too (a cluster)."""
+    from skdpsynth.preprocessing._adaptive import noisy_cell_weights
+
+    noisy = np.full(32, 50.0)
+    noisy[7] = 4500.0
+    bucket, counts = np.zeros(32, dtype=np.intp), np.array([1600.0])
+    one_value = noisy_cell_weights(noisy, 500.0, bucket, counts, np.ones(32), np.ones(32, dtype=bool))
+    assert one_value[7] == 4500.0
+    many = noisy_cell_weights(noisy, 500.0, bucket, counts, np.full(32, 100.0), np.zeros(32, dtype=bool))
+    assert many.sum() == pytest.approx(1600.0) and many[7] < 0.1 * 1600.0
+    assert np.array_equal(noisy_cell_weights(noisy, 500.0, bucket, counts, np.full(32, 100.0)), one_value)
+    cluster = noisy.copy()
+    cluster[8] = 3700.0
+    beside = noisy_cell_weights(cluster, 500.0, bucket, np.array([8200.0]), np.full(32, 100.0),
+                                np.zeros(32, dtype=bool))
+    assert beside[7] == 4500.0 and beside[8] == 3700.0
+    far = noisy.copy()
+    far[7] = 6000.0
+    alone = noisy_cell_weights(far, 500.0, bucket, np.array([6000.0]), np.full(32, 100.0), np.zeros(32, dtype=bool))
+    assert alone[7] == 6000.0
+
+
 def test_decimals_and_missing_values_are_released_without_a_schema():
     rng = np.random.default_rng(5)
     price = np.round(rng.gamma(2.0, 10.0, size=4000), 2)

@@ -39,6 +39,8 @@ CELLS_PER_BUCKET = 32
 MAX_AUTO_BINS = 32
 #: Failure probability of one extension step of the bounds (see :func:`bounds_from_magnitudes`).
 _EXTENSION_FAILURE_PROBABILITY = 0.01
+#: Failure probability of keeping a lone cell of many values (see :func:`noisy_cell_weights`).
+_LONE_CELL_FAILURE_PROBABILITY = 1e-4
 #: Possible buckets one extension step of the bounds looks at.
 _LOOKAHEAD = 16
 
@@ -216,13 +218,19 @@ def cell_edges(lower: float, upper: float, lows: np.ndarray, highs: np.ndarray, 
 
 
 def noisy_cell_weights(noisy_cells: np.ndarray, scale: float, cell_bucket: np.ndarray,
-                       bucket_counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+                       bucket_counts: np.ndarray, sizes: np.ndarray, single: np.ndarray | None = None) -> np.ndarray:
     """The cells' weights, from both levels' noisy counts (post-processing).
 
     ``scale`` is the Laplace scale of the cells' noise (0: exact counts). A
     cell keeps its noisy count when it stands out of the noise of all the
     cells (``ln(C / (2 β)) / ε`` for C cells, β = 0.01: a value many records
-    share, a peak). What its bucket holds beyond its kept cells (the
+    share, a peak). A cell of many values (``single`` False; ``None``: every
+    cell holds one value) must stand out further, with β = 10⁻⁴, unless a cell
+    next to it stands out too (a cluster of values spans cells): a peak is
+    one value, and a lone cell of many values above the first threshold is
+    more likely the noise's 1-in-100 draw than a cluster that fits in one
+    cell. Kept wrongly, that draw takes its bucket's whole mass; left with
+    the rest below, it counts for its signal-to-noise ratio. What its bucket holds beyond its kept cells (the
     bucket's noisy count, ``bucket_counts[cell_bucket]``, minus theirs, if
     positive) goes to the bucket's other cells in proportion to a blend of
     their clipped noisy counts and their ``sizes``, the counts weighted by
@@ -239,8 +247,7 @@ def noisy_cell_weights(noisy_cells: np.ndarray, scale: float, cell_bucket: np.nd
     """
     noisy_cells = np.asarray(noisy_cells, dtype=np.float64)
     n_cells = noisy_cells.size
-    threshold = 0.0 if scale == 0 else scale * math.log(n_cells / (2.0 * _EXTENSION_FAILURE_PROBABILITY))
-    kept = noisy_cells > threshold
+    kept = _kept_cells(noisy_cells, scale, np.ones(n_cells, dtype=bool) if single is None else single)
     weights = np.where(kept, noisy_cells, 0.0)
     inside = cell_bucket >= 0
     n_buckets = bucket_counts.size
@@ -274,6 +281,20 @@ def noisy_cell_weights(noisy_cells: np.ndarray, scale: float, cell_bucket: np.nd
     by_count = np.divide(clipped, rest_clipped[own], out=np.zeros(n_cells), where=rest & (rest_clipped[own] > 0))
     a = np.broadcast_to(alpha, (n_buckets,))[own]
     return weights + leftover[own] * (a * by_count + (1.0 - a) * by_size)
+
+
+def _kept_cells(noisy_cells: np.ndarray, scale: float, single: np.ndarray) -> np.ndarray:
+    """Cells whose noisy counts stand out (see :func:`noisy_cell_weights`): above ``ln(C / (2 β)) · scale``,
+    β = 0.01, and for a cell of many values with no such neighbour, above the same with β = 10⁻⁴."""
+    if scale == 0:
+        return noisy_cells > 0.0
+    n_cells = noisy_cells.size
+    above = noisy_cells > scale * math.log(n_cells / (2.0 * _EXTENSION_FAILURE_PROBABILITY))
+    beside = np.zeros(n_cells, dtype=bool)
+    beside[1:] |= above[:-1]
+    beside[:-1] |= above[1:]
+    far_above = noisy_cells > scale * math.log(n_cells / (2.0 * _LONE_CELL_FAILURE_PROBABILITY))
+    return above & (single | beside | far_above)
 
 
 #: Decimals the kinds histogram tells apart: values with 0 .. MAX_DECIMALS decimals, and finer ones.
@@ -331,7 +352,7 @@ def auto_n_bins(total: float) -> int:
     return int(np.clip(math.floor(math.sqrt(max(total, 0.0)) / 4.0), 2, MAX_AUTO_BINS))
 
 
-def _single_values(edges: np.ndarray, step: float | None) -> np.ndarray:
+def single_values(edges: np.ndarray, step: float | None) -> np.ndarray:
     """Whether each cell holds exactly one value: one lattice point, or the zero cell."""
     if step is None:
         return edges[1:] == np.nextafter(edges[:-1], np.inf)
@@ -352,7 +373,7 @@ def equal_mass_bins(edges: np.ndarray, weights: np.ndarray, k: int, step: float 
     if total <= 0.0:
         return np.unique(np.linspace(0, n_cells, min(k, n_cells) + 1).round().astype(np.intp))
     share = total / k
-    point = _single_values(edges, step) & (weights >= 0.5 * share)
+    point = single_values(edges, step) & (weights >= 0.5 * share)
     cuts = {0, n_cells}
     for i in np.flatnonzero(point):
         cuts.update((int(i), int(i) + 1))

@@ -837,7 +837,7 @@ class DPKBinsDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap
         inner_bucket = buckets.index(inner)
         cell_bucket = np.where(occupied[inner_bucket], inner_bucket, -1)
         weights = _adaptive.noisy_cell_weights(counts, scale, cell_bucket, bucket_counts,
-                                               _adaptive.cell_sizes(edges, step))
+                                               _adaptive.cell_sizes(edges, step), _adaptive.single_values(edges, step))
         if k == "auto":
             k = _adaptive.auto_n_bins(float(weights.sum()))
         first_cells = _adaptive.equal_mass_bins(edges, weights, k, step)
