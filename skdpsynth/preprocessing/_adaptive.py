@@ -230,10 +230,11 @@ def noisy_cell_weights(noisy_cells: np.ndarray, scale: float, cell_bucket: np.nd
     one value, and a lone cell of many values above the first threshold is
     more likely the noise's 1-in-100 draw than a cluster that fits in one
     cell. Kept wrongly, that draw takes its bucket's whole mass; left with
-    the rest below, it counts for its signal-to-noise ratio. What its bucket holds beyond its kept cells (the
-    bucket's noisy count, ``bucket_counts[cell_bucket]``, minus theirs, if
-    positive) goes to the bucket's other cells in proportion to a blend of
-    their clipped noisy counts and their ``sizes``, the counts weighted by
+    the rest below, it counts for its signal-to-noise ratio.
+
+    What its bucket holds beyond its kept cells (the bucket's noisy count,
+    ``bucket_counts[cell_bucket]``, minus theirs, if positive) goes to the
+    bucket's other cells in proportion to a blend of their clipped noisy counts and their ``sizes``, the counts weighted by
     their signal-to-noise ratio ``α = τ² / (τ² + 2 scale²)``: τ² estimates
     how much the cells' true counts differ, the variance of their noisy
     counts less the noise's ``2 scale²`` and a margin of two standard errors
