@@ -161,7 +161,7 @@ def test_column_checks_pass_the_data_itself_and_fail_each_defect(table):
     assert rows["age"]["synthetic_outside_data"] == 1.0
     assert not rows["balance"]["nan_ok"] and not rows["basket_value"]["decimals_ok"]
     assert not rows["account_opened"]["dtype_ok"] and not rows["account_opened"]["ks_ok"]
-    assert bench._verdict([rows["age"]]).startswith("FAIL: ks, ") and bench._verdict([rows["region"]]) == "PASS"
+    assert bench._verdict([rows["age"]]).startswith("FAIL: ks (1/1), ") and bench._verdict([rows["region"]]) == "PASS"
 
 
 def test_iqr_check_zero_iqr_and_one_unit():
