@@ -597,6 +597,18 @@ class SynthesisPipeline(BaseEstimator):
         The union of the steps' ledgers, each entry tagged with its step name as ``party`` when it had none.
     n_records_ : float
         The synthesizer's noisy record count (default number of sampled records).
+    missing_support_ : dict
+        ``{column: z}`` for each categorical column whose missing category a
+        step left tentative (its DP count of missing values was below the
+        threshold; see ``TableDiscretizer.tentative_missing``): ``z``, the
+        synthesizer's count of missing values over the noise σ of its own
+        1-way measurement of the column (``value_z_scores``), decides it.
+        With ``z >= 3`` the category is confirmed and the missing values come
+        back; below, :meth:`sample` draws no record in it.  ``None``: the
+        synthesizer measured no such marginal (``ViewSynthesizer``, PPSyn,
+        the federated synthesizers), and the category stays tentative, read
+        back as ``"__other__"`` like unreleased values.  Post-processing of DP
+        releases (doc/preprocessing.md, "Missing values").
 
     Examples
     --------
@@ -690,6 +702,7 @@ class SynthesisPipeline(BaseEstimator):
             fitted.append((name, step))
         name, synth = self.steps[-1]
         synth = clone(synth).fit(Xt)
+        self.missing_support_, self._unsupported_missing = _decide_tentative_missing(fitted, synth)
         fitted.append((name, synth))
         for name, step in fitted:
             step_ledger = getattr(step, "privacy_ledger_", None)
@@ -777,13 +790,42 @@ class SynthesisPipeline(BaseEstimator):
         check_is_fitted(self, "steps_")
         rng = None if random_state is None else check_random_state(random_state)
         synthesizer = self.steps_[-1][1]
-        if conditions is None:
-            data = synthesizer.sample(n_samples, random_state=rng)
-        else:
-            data = synthesizer.sample(n_samples, random_state=rng, conditions=self._translate_conditions(conditions))
+        extra = {} if conditions is None else {"conditions": self._translate_conditions(conditions)}
+
+        def draw(n):
+            return synthesizer.sample(n, random_state=rng, **extra)
+
+        data = draw(n_samples)
+        if getattr(self, "_unsupported_missing", None):
+            data = self._redraw_unsupported(data, draw)
         if not inverse_transform:
             return data
         return self._inverse(data, rng)
+
+    # Redraws allowed before sample() gives up (records in an unsupported category are about 1% at most).
+    _MAX_REDRAWS = 100
+
+    def _redraw_unsupported(self, data: pd.DataFrame, draw) -> pd.DataFrame:
+        """Replace the records in a tentative missing category the synthesizer did not support by fresh draws
+        outside all of them: sampling the model conditioned on those categories being empty."""
+        def unsupported(frame: pd.DataFrame) -> np.ndarray:
+            bad = np.zeros(len(frame), dtype=bool)
+            for column, label in self._unsupported_missing.items():
+                bad |= (frame[column].astype(object) == label).to_numpy()
+            return bad
+
+        n_samples = len(data)
+        parts = [data[~unsupported(data)]]
+        accept = max(len(parts[0]) / max(n_samples, 1), 1e-3)
+        for _ in range(self._MAX_REDRAWS):
+            need = n_samples - sum(len(p) for p in parts)
+            if need <= 0:
+                return pd.concat(parts, ignore_index=True)
+            fresh = draw(int(np.ceil(1.2 * need / accept)) + 10)
+            parts.append(fresh[~unsupported(fresh)].iloc[:need])
+        raise RuntimeError("The synthesizer almost only draws records with missing values that its measurements "
+                           f"did not support (columns {list(self._unsupported_missing)}); after "
+                           f"{self._MAX_REDRAWS} redraws some records still hold them.")
 
     def _inverse(self, data: pd.DataFrame, rng) -> pd.DataFrame:
         """The synthesizer's records through the transformers' ``inverse_transform``, in reverse order."""
@@ -961,6 +1003,42 @@ def _check_in_bins(column, listed: list, step_name: str, edges: np.ndarray) -> N
             raise ValueError(f"Cannot condition on {column!r} = {value!r}: outside the column's bins, "
                              f"[{edges[0]:g}, {edges[-1]:g}] (step {step_name!r}). A value of a binned column "
                              "selects the bin that holds it.")
+
+
+# A tentative missing category is confirmed when the synthesizer's model counts at least this many noise
+# σ's of missing values (doc/preprocessing.md, "Missing values").
+MISSING_Z = 3.0
+
+
+def _decide_tentative_missing(transformers: list, synthesizer) -> tuple[dict, dict]:
+    """Confirm each step's tentative missing category that the synthesizer's own measurement supports.
+
+    Returns ``({column: z or None}, {column: label})``: the z-score of each
+    tentative category (``None``: the synthesizer cannot tell, and the category stays tentative), and the
+    labels, in the synthesizer's records, of those its measurement does not support.
+    """
+    support, unsupported = {}, {}
+    scores = getattr(synthesizer, "value_z_scores", None)
+    for _, step in transformers:
+        tentative = step.tentative_missing() if callable(getattr(step, "tentative_missing", None)) else {}
+        confirmed = []
+        for column, label in tentative.items():
+            try:
+                values = _output_values(synthesizer, column)
+            except (TypeError, ValueError):  # not passed to the synthesizer under its name: left as it is
+                continue
+            if not any(_same(v, label) for v in values):
+                continue
+            table = scores(column) if scores is not None else None
+            z = None if table is None else float(table.iloc[[_same(v, label) for v in table.index]].iloc[0])
+            support[column] = z
+            if z is not None and z >= MISSING_Z:
+                confirmed.append(column)
+            elif z is not None:
+                unsupported[column] = label
+        if confirmed:
+            step.confirm_missing(confirmed)
+    return support, unsupported
 
 
 def _output_values(synthesizer, column) -> list:

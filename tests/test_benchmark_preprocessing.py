@@ -83,13 +83,17 @@ def test_max_decimals_and_nan_tolerance():
 
 
 def test_one_way_sigma_combines_the_columns_own_measurements():
-    ledger = pd.DataFrame({
-        "description": ["1-way marginal a", "marginal a", "marginal a x b", "1-way marginal ab", "select a marginal",
-                        "bounds of column 'a'"],
-        "mechanism": ["discrete gaussian"] * 4 + ["exponential", "discrete laplace"],
-        "scale": [2.0, 2.0, 1.0, 1.0, 0.5, 0.1]})
-    assert bench._one_way_sigma(ledger, "a") == pytest.approx(np.sqrt(2.0))   # (1/4 + 1/4) ** -0.5
-    assert bench._one_way_sigma(ledger, "b") is None
+    from skdpsynth.privacy import PrivacyLedger
+    from skdpsynth.synthesizers.select_measure import one_way_sigma
+
+    ledger = PrivacyLedger()
+    for description, scale in (("1-way marginal a", 2.0), ("marginal a", 2.0), ("marginal a x b", 1.0),
+                               ("1-way marginal ab", 1.0)):
+        ledger.add(description, "discrete gaussian", rho=1 / (2 * scale ** 2), scale=scale)
+    ledger.add("select a marginal", "exponential", rho=0.1, scale=0.5)
+    ledger.add("bounds of column 'a'", "discrete laplace", epsilon=0.1, scale=0.1)
+    assert one_way_sigma(ledger, "a") == pytest.approx(np.sqrt(2.0))   # (1/4 + 1/4) ** -0.5
+    assert one_way_sigma(ledger, "b") is None
 
 
 class _Stub:
@@ -130,15 +134,17 @@ class _Fitted:
 
     def __init__(self, schema, ledger):
         self.named_steps_ = {"table": type("T", (), {"schema_": schema})()}
-        self.privacy_ledger_ = type("L", (), {"to_frame": lambda _: ledger})()
+        self.privacy_ledger_ = ledger
 
 
 def test_column_checks_pass_the_data_itself_and_fail_each_defect(table):
     real = table.iloc[:4000]
     schema = {c: {"type": "numeric", "bounds": [real[c].min(), real[c].max()]}
               for c in ["age", "balance", "basket_value", "account_opened"]}
-    ledger = pd.DataFrame({"description": ["1-way marginal balance"], "mechanism": ["discrete gaussian"],
-                           "scale": [10.0]})
+    from skdpsynth.privacy import PrivacyLedger
+
+    ledger = PrivacyLedger()
+    ledger.add("1-way marginal balance", "discrete gaussian", rho=0.005, scale=10.0)
     cols = ["age", "balance", "basket_value", "account_opened", "region"]
     rows = {r["column"]: r for r in bench.column_checks(real[cols], real[cols], _Fitted(schema, ledger),
                                                         original=real[cols])}
@@ -210,3 +216,13 @@ def test_via_csv_reads_the_table_as_the_command_line_does():
         assert read[c].dtype == np.int64 and (read[c] == frame[c]).all()
     pd.testing.assert_series_equal(read["basket_value"], frame["basket_value"])   # floats round-trip exactly
     assert read["region"].isna().sum() == frame["region"].isna().sum()
+
+
+def test_missing_support_line_separates_columns_with_and_without_missing_values():
+    group = [{"missing_support": {"region": (5.8, True), "city": (0.4, False)}},
+             {"missing_support": {"region": (12.25, True), "city": (1.9, False), "team": (None, False)}},
+             {"missing_support": {}}]
+    assert bench._missing_support_line(group) == (
+        "tentative missing categories (z = model count / sigma; >= 3 confirms): region z 5.8..12.2 (2 fits); "
+        "columns without missing values z 0.4..1.9 (2 fits, some undecided)")
+    assert bench._missing_support_line([{"missing_support": {}}, {}]) is None

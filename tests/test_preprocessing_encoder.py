@@ -521,10 +521,30 @@ def test_missing_auto_releases_the_missing_category_only_when_frequent():
     assert enc.missing_["c"] == "category" and enc.categories_["c"][-1] == "__missing__"
     assert enc.transform(frequent)["c"].iloc[-1] == "__missing__"
     enc = DPCategoricalEncoder(epsilon=1.0, delta=1e-6, missing="auto", random_state=0).fit(rare)
-    assert enc.missing_["c"] == "other" and "__missing__" not in enc.categories_["c"]
-    assert enc.transform(rare)["c"].iloc[-1] == "__other__"
+    # Below the threshold the category is tentative: in the list, read back as "other" until confirmed.
+    assert enc.missing_["c"] == "tentative" and enc.categories_["c"][-2:] == ["__other__", "__missing__"]
+    assert enc.tentative_missing() == {"c": "__missing__"}
+    coded = enc.transform(rare)
+    assert coded["c"].iloc[-1] == "__missing__"
+    assert enc.inverse_transform(coded)["c"].tolist() == ["a"] * 500 + ["__other__"] * 2
+    enc.confirm_missing(["c"])
+    assert enc.missing_["c"] == "category" and enc.tentative_missing() == {}
+    assert enc.inverse_transform(coded)["c"].iloc[-2:].isna().all()
+    with pytest.raises(ValueError, match="no tentative missing category"):
+        enc.confirm_missing(["c"])
     # Public categories: nothing is released, so missing values are refused.
     public = DPCategoricalEncoder(categories={"c": ["a"]}, missing="auto").fit(frequent.iloc[:500])
     assert public.missing_["c"] == "error"
     with pytest.raises(ValueError, match="missing='other'.*handle_unknown='other'"):
         DPCategoricalEncoder(categories={"c": ["a"]}, missing="other").fit(frequent.iloc[:500])
+
+
+def test_a_tentative_missing_category_does_not_depend_on_the_data_having_missing_values():
+    """Below its threshold the missing category is tentative whether or not the column has missing values: the
+    domain (categories_) and missing_ of neighbours differing by one missing value are the same (same noise)."""
+    without = pd.DataFrame({"c": ["a"] * 500 + ["b"] * 500})
+    with_one = pd.DataFrame({"c": ["a"] * 500 + ["b"] * 499 + [None]})
+    fitted = [DPCategoricalEncoder(epsilon=1.0, delta=1e-6, missing="auto", random_state=0).fit(frame)
+              for frame in (without, with_one)]
+    assert fitted[0].categories_ == fitted[1].categories_ == {"c": ["a", "b", "__other__", "__missing__"]}
+    assert fitted[0].missing_ == fitted[1].missing_ == {"c": "tentative"}

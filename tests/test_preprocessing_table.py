@@ -103,12 +103,18 @@ def test_schema_is_complete_after_fit_and_reusable_for_free(X):
     assert schema["age"] == {"type": "numeric", "bounds": [17.0, 90.0], "n_bins": 6, "strategy": "uniform"}
     assert schema["income"]["n_bins"] == 5 and schema["income"]["bounds"] == list(table.discretizer_.bounds_["income"])
     # DP-discovered: an "other" category for unreleased values; missing values (none here) are a candidate of
-    # the release, and unreleased they go to "other" too.
+    # the release, and unreleased their category is tentative, read back as "other" (what the schema says).
     assert schema["color"] == {"type": "categorical", "categories": sorted(COLORS),
                                "handle_unknown": "other", "missing": "other"}
-    # Reusing the DP-released schema is post-processing: no budget, no warning, the same output.
+    tentative = table.tentative_missing()
+    assert tentative["color"] == "__missing__"
+    # Reusing the DP-released schema is post-processing: no budget, no warning, the same output (without the
+    # tentative categories, which only a fit's own release adds).
     reused = _fit_quietly(TableDiscretizer(schema, random_state=0), X)
     assert len(reused.privacy_ledger_) == 0
+    for c, label in tentative.items():
+        kept = [v for v in Xt[c].cat.categories if v != label]
+        Xt[c] = Xt[c].cat.set_categories(pd.Index(kept, dtype=object))  # keeps the order (remove may sort)
     pd.testing.assert_frame_equal(reused.transform(X), Xt)
     assert reused.schema_ == schema
 
@@ -447,7 +453,8 @@ def test_categorical_defaults_are_those_of_the_encoder(X):
     dp = _fit_quietly(TableDiscretizer({"color": COLORS}, epsilon=1.0, delta=1e-6, random_state=0), frame)
     assert {c: (s["handle_unknown"], s["missing"]) for c, s in dp.schema_.items()} == {
         "color": ("error", "error"), "size": ("other", "other"), "member": ("other", "other")}
-    assert list(dp.transform(frame)["size"].cat.categories) == sorted(SIZES) + ["__other__"]
+    # The missing values' category is tentative (see test_preprocessing_encoder.py): in the domain, read as other.
+    assert list(dp.transform(frame)["size"].cat.categories) == sorted(SIZES) + ["__other__", "__missing__"]
     with pytest.warns(PrivacyLeakWarning):
         read = TableDiscretizer({"color": COLORS}).fit(frame)
     assert read.schema_["size"] == {"type": "categorical", "categories": sorted(SIZES), "handle_unknown": "error",
@@ -455,8 +462,10 @@ def test_categorical_defaults_are_those_of_the_encoder(X):
     assert list(read.transform(frame)["size"].cat.categories) == sorted(SIZES)
     encoder = DPCategoricalEncoder({"color": COLORS}, epsilon=1.0, delta=1e-6, missing={"size": "auto", "member": "auto"},
                                    random_state=0).fit(frame)
-    assert {c: (encoder.handle_unknown_[c], encoder.missing_[c]) for c in frame} == {
+    # The schema writes a tentative missing category as what it reads back as, "other".
+    assert {c: (encoder.handle_unknown_[c], encoder.missing_[c].replace("tentative", "other")) for c in frame} == {
         c: (s["handle_unknown"], s["missing"]) for c, s in dp.schema_.items()}
+    assert encoder.tentative_missing() == dp.tentative_missing() == {"size": "__missing__", "member": "__missing__"}
 
 
 def test_zero_rows_are_accepted_with_public_metadata(X):
@@ -467,10 +476,11 @@ def test_zero_rows_are_accepted_with_public_metadata(X):
     assert out.shape == (0, 5) and list(out["color"].cat.categories) == COLORS
     back = table.inverse_transform(out)
     assert back.shape == (0, 5) and list(back.columns) == list(X.columns)
-    # DP category discovery runs on no data and releases nothing: only the "other" category is left.
+    # DP category discovery runs on no data and releases nothing: only the "other" category and the tentative
+    # missing one are left.
     dp = _fit_quietly(TableDiscretizer({k: v for k, v in public_schema().items() if k != "size"}, epsilon=1.0,
                                        delta=1e-6, random_state=0), empty)
-    assert list(dp.transform(empty)["size"].cat.categories) == ["__other__"]
+    assert list(dp.transform(empty)["size"].cat.categories) == ["__other__", "__missing__"]
 
 
 @pytest.mark.parametrize("bad", [np.inf, -np.inf])

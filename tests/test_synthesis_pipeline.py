@@ -1,4 +1,6 @@
 """SynthesisPipeline: DP preprocessing + synthesizer, one ledger, original schema out."""
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,12 +10,13 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder
 
-from skdpsynth import MSTSynthesizer, PrivacyLeakWarning, TrainOnSynthetic
+from skdpsynth import AIMSynthesizer, MSTSynthesizer, PrivacyLeakWarning, TrainOnSynthetic, ViewSynthesizer
 from skdpsynth.metrics import marginal_scorer
 from skdpsynth.pipeline import SynthesisPipeline, make_synthesis_pipeline
 from skdpsynth.preprocessing import DPCategoricalEncoder
 from skdpsynth.preprocessing import TableDiscretizer
 from skdpsynth.privacy import cdp_rho
+from skdpsynth.synthesizers.select_measure import one_way_sigma
 
 COLORS = ["red", "green", "blue"]
 
@@ -203,3 +206,62 @@ def test_sklearn_estimator_checks_run_on_the_synthesis_pipeline(estimator, check
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # the checks' data read without DP: leak warnings by design
         check(estimator)
+
+
+# -- missing values whose DP count fell below its threshold ---------------------------------------------------
+def _tentative_table(seed=0):
+    """20,000 records: ``a`` with 1% missing values (200 records), ``b`` and ``c`` without any."""
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    X = pd.DataFrame({"a": rng.choice(["x", "y", "z"], n), "b": rng.choice(["p", "q"], n),
+                      "c": rng.choice(["u", "v", "w"], n)})
+    X.loc[rng.permutation(n)[:200], "a"] = None
+    return X
+
+
+def _fit_tentative(synthesizer, X):
+    # epsilon 0.03 over 3 columns: each missing-value count gets Laplace(100) noise against the threshold
+    # ln(10) / 0.01 = 230, so 200 missing values fall below it with probability 1 - e^(-0.3) / 2 = 0.63.
+    table = TableDiscretizer(epsilon=0.03, delta=1e-9, random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return make_synthesis_pipeline(table, synthesizer).fit(X)
+
+
+@pytest.mark.parametrize("synth", [MSTSynthesizer(epsilon=1.0, delta=1e-9, random_state=0),
+                                   AIMSynthesizer(epsilon=1.0, delta=1e-9, random_state=0, max_iters=100)],
+                         ids=["mst", "aim"])
+def test_the_synthesizers_measurement_decides_a_tentative_missing_category(synth):
+    X = _tentative_table()
+    pipe = _fit_tentative(synth, X)
+    table = pipe.named_steps_["tablediscretizer"]
+    # At this seed every column's missing count fell below its threshold: all three are decided by the model.
+    assert set(pipe.missing_support_) == {"a", "b", "c"}
+    sigma = one_way_sigma(pipe.named_steps_[type(synth).__name__.lower()].privacy_ledger_, "a")
+    # a: 200 missing values are 200 / sigma noise sigmas (sigma < 20 here), far above 3; b, c: none, so the
+    # model's count is its estimate of noise alone, below 3 sigmas but with probability 0.13% per column.
+    assert sigma < 20 and pipe.missing_support_["a"] >= 200 / sigma - 4
+    assert pipe.missing_support_["b"] < 3 and pipe.missing_support_["c"] < 3
+    assert table.tentative_missing() == {"b": "__missing__", "c": "__missing__"}
+    assert table.schema_["a"]["missing"] == "category" and table.schema_["b"]["missing"] == "other"
+    synthetic = pipe.sample(20_000, random_state=1)
+    # a's missing share is 1% up to the model's noise (sigma / n < 0.1%) and sampling (0.07%): 4 of each.
+    assert abs(synthetic["a"].isna().mean() - 0.01) <= 4 * np.hypot(sigma / 20_000, np.sqrt(0.01 * 0.99 / 20_000))
+    coded = pipe.sample(20_000, random_state=2, inverse_transform=False)
+    for column in ("b", "c"):   # unsupported: no record drawn in the category, so none read back as "other"
+        assert not (coded[column].astype(object) == "__missing__").any()
+        assert not synthetic[column].isna().any()
+    assert len(coded) == 20_000 and len(pipe.sample()) == round(pipe.n_records_)
+    # Conditioning on a missing value of b is refused: the preprocessing reads its category as "__other__".
+    with pytest.raises(ValueError, match="maps it to '__other__'"):
+        pipe.sample(10, conditions={"b": None})
+
+
+def test_a_synthesizer_that_cannot_tell_leaves_the_category_tentative():
+    X = _tentative_table()
+    pipe = _fit_tentative(ViewSynthesizer(epsilon=1.0, random_state=0), X)
+    assert pipe.missing_support_ == {"a": None, "b": None, "c": None}
+    table = pipe.named_steps_["tablediscretizer"]
+    assert set(table.tentative_missing()) == {"a", "b", "c"}
+    synthetic = pipe.sample(5_000, random_state=1)
+    assert not synthetic.isna().any().any()   # read back as "__other__", like unreleased values

@@ -87,6 +87,7 @@ import numpy as np
 import pandas as pd
 
 from ..privacy import PrivacyLeakWarning, ReproducibleNoiseWarning
+from ..synthesizers.select_measure import one_way_sigma
 
 CASES = ("adult", "mixed")
 MODES = ("new", "baseline")
@@ -204,17 +205,6 @@ def max_decimals(values) -> int:
     return most
 
 
-def _one_way_sigma(ledger_frame: pd.DataFrame, column: str) -> float | None:
-    """σ of the synthesizer's measurements of ``column`` alone, combined by inverse variance (None: none)."""
-    rows = ledger_frame[ledger_frame["mechanism"].astype(str).str.contains("gaussian")]
-    sigmas = [s for d, s in zip(rows["description"], rows["scale"])
-              if re.fullmatch(r"(?:1-way )?marginal (.+)", str(d)) and
-              re.fullmatch(r"(?:1-way )?marginal (.+)", str(d)).group(1) == column and s > 0]
-    if not sigmas:
-        return None
-    return float(np.sum(np.asarray(sigmas, dtype=float) ** -2.0) ** -0.5)
-
-
 def nan_tolerance(share: float, sigma: float | None, n_train: int, n_synthetic: int) -> float:
     """``NAN_SIGMAS`` standard deviations of the synthetic missing share: DP noise σ/n and sampling noise."""
     dp = 0.0 if sigma is None else (sigma / n_train) ** 2
@@ -255,7 +245,7 @@ def column_checks(train: pd.DataFrame, synthetic: pd.DataFrame, pipe, *, origina
     from ..metrics import numeric_fidelity
 
     table = pipe.named_steps_["table"]
-    ledger = pipe.privacy_ledger_.to_frame()
+    ledger = pipe.privacy_ledger_
     measured = [c for c in train.columns if _is_measured(original[c]) or original[c].isna().any()]
     fidelity = numeric_fidelity(original[[c for c in measured if _is_measured(original[c])]], synthetic)
     rows = []
@@ -267,7 +257,7 @@ def column_checks(train: pd.DataFrame, synthetic: pd.DataFrame, pipe, *, origina
         p = float(real.isna().mean())
         row.update(nan_real=p, nan_synthetic=float(synth.isna().mean()))
         if p > 0:
-            sigma = _one_way_sigma(ledger, c)
+            sigma = one_way_sigma(ledger, c)
             row.update(nan_sigma=sigma, nan_tolerance=nan_tolerance(p, sigma, len(train), len(synthetic)))
             row["nan_ok"] = abs(row["nan_synthetic"] - p) <= row["nan_tolerance"]
         else:
@@ -345,7 +335,34 @@ def run_one(frame: pd.DataFrame, target: str, *, case: str, mode: str, seed: int
             "n_synthetic": len(synthetic), "columns": rows, "notes": fit["notes"], "schema": fit["schema"],
             "privacy_leaks": fit["leaks"], "is_private": bool(ledger.is_private),
             "epsilon_spent": float(ledger.epsilon(delta)),
-            "tstr": tstr["synthetic"], "tstr_real": tstr["real"], "tstr_majority": tstr["majority"]}
+            "tstr": tstr["synthetic"], "tstr_real": tstr["real"], "tstr_majority": tstr["majority"],
+            # The tentative missing categories the synthesizer decided: z, and whether the data have missing values.
+            "missing_support": {c: (z, bool(train[c].isna().any()))
+                                for c, z in getattr(pipe, "missing_support_", {}).items()}}
+
+
+def _missing_support_line(group: list[dict]) -> str | None:
+    """The z-scores of the tentative missing categories over the group's fits, with and without missing values."""
+    with_missing, without = {}, []
+    for r in group:
+        for c, (z, has_missing) in r.get("missing_support", {}).items():
+            if has_missing:
+                with_missing.setdefault(c, []).append(z)
+            else:
+                without.append(z)
+    if not with_missing and not without:
+        return None
+
+    def span(zs):
+        known = [z for z in zs if z is not None]
+        if not known:
+            return f"undecided ({len(zs)} fits)"
+        return f"{min(known):.1f}..{max(known):.1f} ({len(known)} fits{'' if len(known) == len(zs) else ', some undecided'})"
+
+    parts = [f"{c} z {span(zs)}" for c, zs in with_missing.items()]
+    if without:
+        parts.append(f"columns without missing values z {span(without)}")
+    return "tentative missing categories (z = model count / sigma; >= 3 confirms): " + "; ".join(parts)
 
 
 def run_benchmark(cases=CASES, modes=("new",), seeds=(0, 1, 2), *, mixed_records: int = 20000,
@@ -456,6 +473,9 @@ def format_tables(results: list[dict], compare: bool = False) -> str:
                    f"real {_seeds(group, 'tstr_real', lambda v: f'{v:.4f}')}, majority "
                    f"{group[0]['tstr_majority']:.4f}; eps spent {_seeds(group, 'epsilon_spent', lambda v: f'{v:.4f}')}"
                    f"{'' if all(r['is_private'] for r in group) else '; NOT PRIVATE'}")
+        support = _missing_support_line(group)
+        if support:
+            out.append(support)
         verdicts = list(sel["verdict"])
         out.append(f"acceptance: {sum(v == 'PASS' for v in verdicts)}/{len(verdicts)} columns PASS")
         for column, note in dict(kv for r in group for kv in r["notes"].items()).items():

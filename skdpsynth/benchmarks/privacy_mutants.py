@@ -501,13 +501,23 @@ CATALOGUE: tuple[Mutant, ...] = (
             ["tests/test_preprocessing_encoder.py::test_single_occurrence_release_rate_at_most_delta"]),
     _mutant("encoder_missing_category_only_if_seen", "DPCategoricalEncoder",
             "missing='category' (not the default) adds the label only when the column has missing values",
-            _ENCODER, "                              (\"missing_category\", self.missing_[col] == \"category\")):\n",
-            "                              (\"missing_category\", self.missing_[col] == \"category\"\n"
+            _ENCODER, "                              (\"missing_category\", self._has_missing_category(col))):\n",
+            "                              (\"missing_category\", self._has_missing_category(col)\n"
             "                               and col in self._seen_missing)):\n",
             ["tests/test_preprocessing_encoder.py::test_other_and_missing_only_when_enabled"],
             more=[Patch(_ENCODER, "        self.handle_unknown_ = handle_unknown\n",
                         "        self._seen_missing = {c for c in columns if frame[c].isna().any()}\n"
                         "        self.handle_unknown_ = handle_unknown\n")]),
+    _mutant("encoder_tentative_missing_only_if_seen", "DPCategoricalEncoder",
+            "missing='auto' below its threshold keeps a tentative missing category only when the column has "
+            "missing values (the domain shows whether it has)",
+            _ENCODER, "                missing[col] = \"category\" if keep[-1] else (\"tentative\" if handle_unknown[col] == "
+            "\"other\"\n",
+            "                missing[col] = \"category\" if keep[-1] else (\"tentative\" if handle_unknown[col] == "
+            "\"other\" and frame[col].isna().any()\n                                                            "
+            "else \"other\" if handle_unknown[col] == \"other\"\n",
+            ["tests/test_preprocessing_encoder.py::"
+             "test_a_tentative_missing_category_does_not_depend_on_the_data_having_missing_values"]),
     _mutant("adaptive_cells_released_exactly", "DPKBinsDiscretizer",
             "strategy='adaptive' charges the cells' histogram but keeps the exact counts",
             "skdpsynth/preprocessing/discretizer.py",

@@ -209,8 +209,13 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
         whatever the data, so it needs no δ; a column without missing values
         passes it with probability 5% (and then gets few or no missing
         values: its count was noise). Passing, ``missing_category`` is in the
-        list; otherwise missing values map to the "other" category, like the
-        unreleased values (with ``handle_unknown="error"`` they raise). Discovered without
+        list. Otherwise the category is **tentative** (``missing_`` says
+        ``"tentative"``): it is in the list, missing values map to it, and
+        :meth:`inverse_transform` maps it to the "other" category, like the
+        unreleased values; a :class:`~skdpsynth.pipeline.SynthesisPipeline`
+        decides it from its synthesizer's own measurement of the column (far
+        more budget than this count's), with :meth:`confirm_missing`. With
+        ``handle_unknown="error"`` missing values then raise. Discovered without
         DP, ``"auto"`` adds the category when the data have missing values;
         with public categories it is ``"error"``. ``"other"``: missing values
         map to the "other" category (``handle_unknown="other"`` is needed).
@@ -232,7 +237,8 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
         when enabled).
     handle_unknown_, missing_ : dict
         ``{column: option}``: the option in force for each encoded column
-        (``"auto"`` resolved).
+        (``"auto"`` resolved; ``missing_`` may also say ``"tentative"``, see
+        ``missing``).
     thresholds_ : dict
         ``{column: τ}`` for the DP-discovered columns (public: a function of
         the parameters only).
@@ -438,7 +444,7 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
         index = pd.Index(values, dtype=object)
         out = list(values)
         for name, enabled in (("other_category", self.handle_unknown_[col] == "other"),
-                              ("missing_category", self.missing_[col] == "category")):
+                              ("missing_category", self._has_missing_category(col))):
             if not enabled:
                 continue
             label = getattr(self, name)
@@ -551,7 +557,8 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
                 cut = np.append(np.full(counts.size, tau), missing_threshold(eps_col))
             keep = release_above_threshold(candidates, epsilon=eps_col, threshold=cut, random_state=rng)
             if missing[col] == "auto":
-                missing[col] = "category" if keep[-1] else ("other" if handle_unknown[col] == "other" else "error")
+                missing[col] = "category" if keep[-1] else ("tentative" if handle_unknown[col] == "other"
+                                                            else "error")
                 keep = keep[:-1]
             released[col] = _sorted_values(counts.index[keep].tolist())
             thresholds[col] = tau
@@ -588,9 +595,65 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
         check_is_fitted(self, "categories_")
         return fitted_frame(X, self.feature_names_in_, "DPCategoricalEncoder", what, keep_object_lists=True)
 
+    def _has_missing_category(self, col) -> bool:
+        return self.missing_[col] in ("category", "tentative")
+
     def _n_real(self, col) -> int:
         return (len(self.categories_[col]) - (self.handle_unknown_[col] == "other")
-                - (self.missing_[col] == "category"))
+                - self._has_missing_category(col))
+
+    def tentative_missing(self) -> dict:
+        """``{column: missing_category}`` of the columns whose missing category is tentative (see ``missing``).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from skdpsynth.preprocessing.encoder import DPCategoricalEncoder
+        >>> X = pd.DataFrame({"c": ["a"] * 500 + ["b"] * 500})
+        >>> enc = DPCategoricalEncoder(epsilon=1.0, delta=1e-6, missing="auto", random_state=0).fit(X)
+        >>> enc.tentative_missing()   # no missing values: their noisy count (about 0) was below the threshold
+        {'c': '__missing__'}
+        """
+        check_is_fitted(self, "categories_")
+        return {col: self.missing_category for col, option in self.missing_.items() if option == "tentative"}
+
+    def confirm_missing(self, columns) -> DPCategoricalEncoder:
+        """Make the tentative missing category of ``columns`` a missing category (``missing_`` says
+        ``"category"``): :meth:`inverse_transform` then maps it to missing values.
+
+        Post-processing: the caller decides from DP releases (a
+        :class:`~skdpsynth.pipeline.SynthesisPipeline` from its synthesizer's
+        measurement of the column), never from the data.
+
+        Parameters
+        ----------
+        columns : iterable
+            Columns of :meth:`tentative_missing`.
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from skdpsynth.preprocessing.encoder import DPCategoricalEncoder
+        >>> X = pd.DataFrame({"c": ["a"] * 500 + ["b"] * 500})
+        >>> enc = DPCategoricalEncoder(epsilon=1.0, delta=1e-6, missing="auto", random_state=0).fit(X)
+        >>> codes = pd.DataFrame({"c": ["a", "__missing__"]})
+        >>> enc.inverse_transform(codes)["c"].tolist()   # tentative: read as the other category
+        ['a', '__other__']
+        >>> enc.confirm_missing(["c"]).inverse_transform(codes)["c"].isna().tolist()   # now a missing value
+        [False, True]
+        """
+        tentative = self.tentative_missing()
+        columns = list(columns)
+        unknown = [c for c in columns if c not in tentative]
+        if unknown:
+            raise ValueError(f"Columns {unknown} have no tentative missing category (tentative: {list(tentative)}).")
+        for col in columns:
+            self.missing_[col] = "category"
+        return self
 
     def transform(self, X):
         """Map each encoded column onto its category list; the other columns pass through.
@@ -623,7 +686,8 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
                                      "missing values get no category unless asked for (missing='error'). Declare "
                                      f"them with missing='category' (or missing={{{col!r}: 'category'}}) when "
                                      "fitting.")
-                # Their own category (the last), or, unreleased, "other" (the first label after the real ones).
+                # Their own category (the last, tentative or not), or "other" (the first label after the real
+                # ones).
                 codes[missing] = n_real if self.missing_[col] == "other" else len(cats) - 1
             unknown = (codes < 0) & ~missing
             if unknown.any():
@@ -683,6 +747,8 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
             cats = self.categories_[col]
             has_o, has_m = self.handle_unknown_[col] == "other", self.missing_[col] == "category"
             n_real = self._n_real(col)
+            # A tentative missing category reads as "other", where an unreleased count puts missing values.
+            other_codes = (n_real, len(cats) - 1) if self.missing_[col] == "tentative" else (n_real,)
             values = frame[col].astype(object)
             na = values.isna().to_numpy()
             codes = pd.Index(cats, dtype=object).get_indexer(values)
@@ -691,7 +757,7 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
                 # Not the values: the input may be the real records (e.g. transform's output).
                 raise ValueError(f"Column {col!r} has values that are not among its encoded categories "
                                  "(categories_); inverse_transform maps exactly those back.")
-            other = (codes == n_real) if has_o else np.zeros(len(codes), dtype=bool)
+            other = np.isin(codes, other_codes) if has_o else np.zeros(len(codes), dtype=bool)
             missing = na | ((codes == len(cats) - 1) if has_m else False)
             result = np.empty(len(codes), dtype=object)
             real = ~other & ~missing

@@ -480,7 +480,9 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
           raise); categories discovered with DP get ``"__other__"`` (DP
           discovery leaves rare values unreleased) and ``"missing": "auto"``
           (the missing values' count is released with the others: frequent
-          enough, they get ``"__missing__"``, else they go to ``"__other__"``);
+          enough, they get ``"__missing__"``; else the category is tentative
+          and reads back as ``"__other__"`` unless confirmed, see
+          :meth:`confirm_missing`);
           categories read from the data without DP are exact. Elsewhere
           missing values get ``"__missing__"`` only when the spec says
           ``"missing": "category"``; otherwise :meth:`fit` and
@@ -544,7 +546,9 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
         public edges, categorical ``{"type", "categories",
         "handle_unknown", "missing"}`` with the public or DP-released
         categories (without the ``"__other__"`` / ``"__missing__"`` labels,
-        which the last two keys add back). When the fit issued no
+        which the last two keys add back; a tentative missing category, see
+        :meth:`tentative_missing`, is ``"missing": "other"``, what it reads
+        back as, and a fit from this schema has no such category). When the fit issued no
         ``PrivacyLeakWarning`` it holds only public input and DP output, so
         it may be exported (:meth:`to_json`) and reused as a public schema:
         reusing DP-released metadata is free post-processing, and a later fit
@@ -963,13 +967,70 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
             else:
                 hu, mi = specs[c]["handle_unknown"], specs[c]["missing"]
                 if mi == "auto":  # what the release decided: a missing category, or missing values as "other"
-                    mi = encoder.missing_[c]
+                    mi = "other" if encoder.missing_[c] == "tentative" else encoder.missing_[c]
                 real = _plain(list(encoder.categories_[c][:encoder._n_real(c)]))
                 if not real and hu == "error" and mi == "error":
                     raise ValueError(f"Column {c!r} has no categories: none was released, and its spec "
                                      "('handle_unknown': 'error', 'missing': 'error') adds none.")
                 effective[c] = {"type": "categorical", "categories": real, "handle_unknown": hu, "missing": mi}
         return effective
+
+    def tentative_missing(self) -> dict:
+        """``{column: "__missing__"}`` of the categorical columns whose missing category is tentative: the
+        DP count of their missing values fell below its threshold (see ``schema``).
+
+        Their missing values have the category, which :meth:`inverse_transform`
+        reads as ``"__other__"`` (``schema_`` says ``"missing": "other"``)
+        until :meth:`confirm_missing` confirms it.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from skdpsynth.preprocessing import TableDiscretizer
+        >>> X = pd.DataFrame({"c": ["a"] * 500 + ["b"] * 500})
+        >>> table = TableDiscretizer(epsilon=1.0, delta=1e-6, random_state=0).fit(X)
+        >>> table.tentative_missing()
+        {'c': '__missing__'}
+        """
+        check_is_fitted(self, "schema_")
+        return {} if self.encoder_ is None else self.encoder_.tentative_missing()
+
+    def confirm_missing(self, columns) -> TableDiscretizer:
+        """Make the tentative missing category of ``columns`` a missing category: it reads back as missing
+        values, and ``schema_`` says ``"missing": "category"``.
+
+        Post-processing, decided from DP releases (a
+        :class:`~skdpsynth.pipeline.SynthesisPipeline` decides from its
+        synthesizer's measurement of the column).
+
+        Parameters
+        ----------
+        columns : iterable
+            Columns of :meth:`tentative_missing`.
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from skdpsynth.preprocessing import TableDiscretizer
+        >>> X = pd.DataFrame({"c": ["a"] * 500 + ["b"] * 500})
+        >>> table = TableDiscretizer(epsilon=1.0, delta=1e-6, random_state=0).fit(X)
+        >>> table.confirm_missing(["c"]).schema_["c"]["missing"]
+        'category'
+        """
+        check_is_fitted(self, "schema_")
+        columns = list(columns)
+        if self.encoder_ is None:
+            if columns:
+                raise ValueError(f"Columns {columns} have no tentative missing category (no categorical column).")
+            return self
+        self.encoder_.confirm_missing(columns)
+        for c in columns:
+            self.schema_[c]["missing"] = "category"
+        return self
 
     # -- transform -----------------------------------------------------------------------------------
     def transform(self, X):

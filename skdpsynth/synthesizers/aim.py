@@ -46,6 +46,8 @@ from .select_measure import (
     CandidateErrors,
     check_fit_memory,
     ENGINE_PARAMETER_CONSTRAINTS,
+    ONE_WAY_LABEL,
+    one_way_sigma,
     WORKLOAD_CONSTRAINT,
     child_generator,
     choose_engine,
@@ -335,6 +337,9 @@ class AIMSynthesizer(BaseSynthesizer):
                   + (f" on {self.scoring_samples_:,} records drawn from the model" if self.scoring_ == "sampled" else "")
                   + f" ({n_candidates:,} candidates); {self.selections_per_round_} selection(s) per round")
 
+    def _one_way_sigma(self, attr) -> float | None:
+        return one_way_sigma(self.privacy_ledger_, attr)   # every column's 1-way marginal is measured first
+
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
         rounds = self.rounds or 16 * len(domain)
         if len(domain) >= rounds:
@@ -396,7 +401,7 @@ class _AIMRounds:
         """Every 1-way marginal measured with one round's ``σ``, and a first estimate."""
         one_way = [c for c in self.candidates if len(c) == 1]
         self.measurements = measure_marginals(self.codes, self.domain, one_way, self.sigma, self.rng, self.ledger,
-                                              label="1-way marginal")
+                                              label=ONE_WAY_LABEL)
         model, self.info = mirror_descent(self.domain, self.measurements, iters=self.synth.max_iters,
                                           tol=self.synth.tol)
         self.selector = _Selector(self.domain, self.candidates, self.weight, self.errors, self.synth.scoring_,

@@ -436,6 +436,66 @@ class BaseSynthesizer(BaseEstimator):
             masks[self.domain_.attrs[self._columns.index(column)]] = mask
         return masks
 
+    def value_z_scores(self, column) -> pd.Series | None:
+        """How clearly the fit's own measurements show each value of ``column``: the model's count of the
+        value over the noise σ of the column's 1-way measurements.
+
+        σ combines, by inverse variance, the Gaussian measurements of the
+        column's marginal alone that :attr:`privacy_ledger_` records (AIM's
+        and MST's first measurements, and AIM's later ones of the column
+        alone).  A value no record holds gets a count of about σ's order at
+        most (the model's estimate of pure noise); a z-score of 3 or more is
+        rarely noise.  Post-processing of the released model and ledger: no
+        data, no budget.
+
+        Parameters
+        ----------
+        column : hashable
+            A fitted column.
+
+        Returns
+        -------
+        pandas.Series or None
+            Indexed by the column's values, in the order of its domain;
+            ``None`` when the fit made no Gaussian measurement of the column
+            alone (``ViewSynthesizer``, the federated synthesizers, PPSyn).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from skdpsynth import AIMSynthesizer
+        >>> X = pd.DataFrame({"c": [0] * 900 + [1] * 100, "d": [0, 1] * 500})
+        >>> synth = AIMSynthesizer(epsilon=1.0, domain={"c": 3, "d": 2}, rounds=4, random_state=0).fit(X)
+        >>> (synth.value_z_scores("c") >= 3).tolist()   # code 2 is in the public domain, but no record holds it
+        [True, True, False]
+        """
+        check_is_fitted(self, "domain_")
+        names = [c.name for c in self._columns]
+        if column not in names:
+            raise ValueError(f"{column!r} is not a fitted column (columns: {names}).")
+        j = names.index(column)
+        attr = self.domain_.attrs[j]
+        sigma = self._one_way_sigma(attr)
+        counts = self._model_one_way(attr) if sigma is not None else None
+        if counts is None:
+            return None
+        values = self._columns[j].decode(np.arange(self.domain_[attr]))
+        return pd.Series(np.asarray(counts, dtype=float) / sigma, index=pd.Index(values, dtype=object),
+                         name=column)
+
+    def _one_way_sigma(self, attr) -> float | None:
+        """σ of the fit's Gaussian measurements of ``attr`` alone (None: a method that makes none)."""
+        return None
+
+    def _model_one_way(self, attr) -> np.ndarray | None:
+        """The fitted model's counts of ``attr``'s codes (a graphical model over the fitted domain; None else)."""
+        from ..graphical import GraphicalModel
+
+        model = getattr(self, "model_", None)
+        if not isinstance(model, GraphicalModel) or model.domain != self.domain_:
+            return None
+        return np.asarray(model.project((attr,)), dtype=float).ravel()
+
     # Mirror-descent iterations of the re-estimate under the constraints (on Adult, 200 bring the 2-way TVD
     # back to the unconstrained model's; see doc/constraints.md).
     _CONSTRAINED_ITERS = 200

@@ -30,7 +30,7 @@ from ..params import Options
 from ..privacy import PrivacyLedger, exponential_mechanism
 from ..utils import check_memory, is_lazy_codes
 from .base import BaseSynthesizer
-from .select_measure import measure_marginals
+from .select_measure import ONE_WAY_LABEL, measure_marginals, one_way_sigma
 
 __all__ = ["MSTSynthesizer", "DomainCompression"]
 
@@ -115,6 +115,16 @@ class DomainCompression:
         compressed = np.zeros(tuple(self.domain[a] for a in attrs), dtype=bool)
         np.logical_or.at(compressed, np.ix_(*(self._forward[a] for a in attrs)), mask)
         return compressed
+
+    def original_counts(self, attr: str, counts: np.ndarray) -> np.ndarray:
+        """A 1-way table of ``attr`` over compressed codes as one over original codes (the merged cell's count
+        shared evenly by its cells, as :meth:`inverse_transform` draws them)."""
+        sup = self.supports[attr]
+        out = np.empty(sup.size)
+        out[sup] = counts[:int(sup.sum())]
+        if not sup.all():
+            out[~sup] = counts[-1] / int((~sup).sum())
+        return out
 
     def transform(self, codes: np.ndarray) -> np.ndarray:
         if is_lazy_codes(codes):  # out-of-core codes: the same map per partition
@@ -252,6 +262,9 @@ class MSTSynthesizer(BaseSynthesizer):
         "early_stopping": [Options("discrepancy"), None],
     }
 
+    def _one_way_sigma(self, attr) -> float | None:
+        return one_way_sigma(self.privacy_ledger_, attr)   # every column's 1-way marginal is measured first
+
     def _fit_codes(self, codes, domain: Domain, ledger: PrivacyLedger, rng, rho: float) -> None:
         # Thirds: 1-way, tree selection, tree measurement. One attribute has no tree: its stages would spend nothing,
         # so the 1-way measurement takes the whole budget (the fit spends exactly what it states).
@@ -263,7 +276,7 @@ class MSTSynthesizer(BaseSynthesizer):
         sigma = np.sqrt(stages / (2.0 * rho))
         one_way = [(a,) for a in domain]
         log1 = measure_marginals(codes, domain, one_way, sigma, rng, ledger, weights=np.ones(len(one_way)),
-                                 label="1-way marginal")
+                                 label=ONE_WAY_LABEL)
         if self.compress:
             self.compression_ = DomainCompression(domain, log1)
             work_domain = self.compression_.domain
@@ -350,6 +363,12 @@ class MSTSynthesizer(BaseSynthesizer):
         if self.compression_ is None:
             return constraints
         return [(attrs, self.compression_.allowed_cells(attrs, mask)) for attrs, mask in constraints]
+
+    def _model_one_way(self, attr) -> np.ndarray:
+        if self.compression_ is None:
+            return super()._model_one_way(attr)
+        counts = np.asarray(self.model_.project((attr,)), dtype=float).ravel()
+        return self.compression_.original_counts(attr, counts)
 
     def _sample_codes(self, n_samples: int, rng) -> np.ndarray:
         codes = super()._sample_codes(n_samples, rng)

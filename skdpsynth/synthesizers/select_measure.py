@@ -35,6 +35,7 @@ from ..utils import check_memory, is_lazy_codes
 
 __all__ = [
     "measure_marginals",
+    "one_way_sigma",
     "compile_workload",
     "CandidateErrors",
     "MarginalBatch",
@@ -112,6 +113,34 @@ def measure_marginals(
         )
         out.append(Measurement(clique, y, s))
     return out
+
+
+ONE_WAY_LABEL = "1-way marginal"   # the label AIM and MST give their first measurements of every column
+
+
+def one_way_sigma(ledger: PrivacyLedger, attr) -> float | None:
+    """σ of the Gaussian measurements of ``attr``'s marginal alone recorded in ``ledger`` (by
+    :func:`measure_marginals`, labelled ``"1-way marginal"`` or ``"marginal"``), combined by inverse variance:
+    the noise of their weighted mean.  ``None`` when there is none.
+
+    Reads only the ledger, the public statement of what was released and how.
+
+    Examples
+    --------
+    >>> from skdpsynth.privacy import PrivacyLedger
+    >>> ledger = PrivacyLedger()
+    >>> _ = ledger.add("1-way marginal age", "gaussian", rho=0.125, scale=2.0)
+    >>> _ = ledger.add("marginal age", "discrete gaussian", rho=0.125, scale=2.0)
+    >>> _ = ledger.add("marginal age x sex", "gaussian", rho=0.125, scale=2.0)
+    >>> round(one_way_sigma(ledger, "age"), 4), one_way_sigma(ledger, "sex")   # 2 / sqrt(2)
+    (1.4142, None)
+    """
+    names = {f"{ONE_WAY_LABEL} {attr}", f"marginal {attr}"}
+    sigmas = [e.scale for e in ledger.entries
+              if e.description in names and "gaussian" in e.mechanism and e.scale is not None and e.scale > 0]
+    if not sigmas:
+        return None
+    return float(np.sum(np.asarray(sigmas, dtype=float) ** -2.0) ** -0.5)
 
 
 def compile_workload(workload: Iterable[tuple[Clique, float]], domain: Domain) -> dict[Clique, float]:
