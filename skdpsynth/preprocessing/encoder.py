@@ -609,10 +609,12 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
         --------
         >>> import pandas as pd
         >>> from skdpsynth.preprocessing.encoder import DPCategoricalEncoder
-        >>> X = pd.DataFrame({"c": ["a"] * 500 + ["b"] * 500})
-        >>> enc = DPCategoricalEncoder(epsilon=1.0, delta=1e-6, missing="auto", random_state=0).fit(X)
-        >>> enc.tentative_missing()   # no missing values: their noisy count (about 0) was below the threshold
-        {'c': '__missing__'}
+        >>> X = pd.DataFrame({"city": ["Oslo"] * 600 + [None] * 400, "size": ["S", "L"] * 500})
+        >>> enc = DPCategoricalEncoder(epsilon=2.0, delta=1e-6, missing="auto", random_state=0).fit(X)
+        >>> enc.missing_   # city's 400 missing values passed their threshold; size has none, its count was noise
+        {'city': 'category', 'size': 'tentative'}
+        >>> enc.tentative_missing()
+        {'size': '__missing__'}
         """
         check_is_fitted(self, "categories_")
         return {col: self.missing_category for col, option in self.missing_.items() if option == "tentative"}

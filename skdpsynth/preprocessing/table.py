@@ -985,12 +985,13 @@ class TableDiscretizer(OutputMixin, TransformerMixin, BaseEstimator, auto_wrap_o
 
         Examples
         --------
-        >>> import pandas as pd
+        >>> import numpy as np, pandas as pd
         >>> from skdpsynth.preprocessing import TableDiscretizer
-        >>> X = pd.DataFrame({"c": ["a"] * 500 + ["b"] * 500})
-        >>> table = TableDiscretizer(epsilon=1.0, delta=1e-6, random_state=0).fit(X)
-        >>> table.tentative_missing()
-        {'c': '__missing__'}
+        >>> X = pd.DataFrame({"age": np.arange(1000) % 80 + 18, "plan": ["basic", "pro"] * 500})
+        >>> table = TableDiscretizer({"age": {"type": "numeric", "bounds": [18, 98]}}, epsilon=1.0, delta=1e-6,
+        ...                          random_state=0).fit(X)
+        >>> table.tentative_missing(), table.schema_["plan"]["missing"]   # read back as "__other__" until confirmed
+        ({'plan': '__missing__'}, 'other')
         """
         check_is_fitted(self, "schema_")
         return {} if self.encoder_ is None else self.encoder_.tentative_missing()
