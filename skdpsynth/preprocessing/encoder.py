@@ -213,8 +213,9 @@ class DPCategoricalEncoder(OutputMixin, TransformerMixin, BaseEstimator, auto_wr
         ``"tentative"``): it is in the list, missing values map to it, and
         :meth:`inverse_transform` maps it to the "other" category, like the
         unreleased values; a :class:`~skdpsynth.pipeline.SynthesisPipeline`
-        decides it from its synthesizer's own measurement of the column (far
-        more budget than this count's), with :meth:`confirm_missing`. With
+        decides it from its synthesizer's own measurement of the column (less
+        noisy than this count; ``doc/preprocessing.md``), with
+        :meth:`confirm_missing`. With
         ``handle_unknown="error"`` missing values then raise. Discovered without
         DP, ``"auto"`` adds the category when the data have missing values;
         with public categories it is ``"error"``. ``"other"``: missing values
