@@ -441,3 +441,30 @@ def test_aim_selections_per_round_above_the_width_is_capped_and_charged_in_full(
     assert aim.selections_per_round_ == len(dom) and len(aim.selected_) % len(dom) == 0
     assert all(len(set(aim.selected_[i:i + 5])) == 5 for i in range(0, len(aim.selected_), 5))
     assert np.isclose(aim.privacy_ledger_.total_rho(), cdp_rho(1.0, aim.delta), rtol=1e-9)
+
+
+def test_value_z_scores_read_the_models_one_way_counts_over_the_measurements_sigma():
+    """MST's compressed domain: a merged cell's count is shared evenly by its cells, as sampling draws them; the
+    sigma is that of the column's 1-way measurement in the ledger."""
+    from skdpsynth import ViewSynthesizer
+    from skdpsynth.synthesizers.select_measure import one_way_sigma
+
+    dom = Domain(["a", "b"], [4, 2])
+    compression = DomainCompression(dom, [Measurement(("a",), np.array([50.0, 2.0, 40.0, 1.0]), sigma=1.0),
+                                          Measurement(("b",), np.array([60.0, 33.0]), sigma=1.0)])
+    assert compression.original_counts("a", np.array([50.0, 40.0, 3.0])).tolist() == [50.0, 1.5, 40.0, 1.5]
+    assert compression.original_counts("b", np.array([60.0, 33.0])).tolist() == [60.0, 33.0]
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.choice(3, 5000, p=[0.6, 0.4, 0.0]), "b": rng.integers(0, 2, 5000)})
+    mst = MSTSynthesizer(epsilon=1.0, delta=1e-9, domain={"a": 3, "b": 2}, random_state=0).fit(X)
+    z = mst.value_z_scores("a")
+    sigma = one_way_sigma(mst.privacy_ledger_, "a")
+    assert list(z.index) == [0, 1, 2] and sigma > 0
+    # Values 0 and 1 hold 3,000 and 2,000 records: their z-scores are those counts over sigma, up to the model's
+    # noise (a few sigma); value 2 holds none.
+    assert abs(z[0] * sigma - 3000) < 5 * sigma and abs(z[1] * sigma - 2000) < 5 * sigma and z[2] < 3
+    view = ViewSynthesizer(epsilon=1.0, domain={"a": 3, "b": 2}, random_state=0).fit(X)
+    assert view.value_z_scores("a") is None   # no Gaussian measurement of a column alone
+    with pytest.raises(ValueError, match="not a fitted column"):
+        mst.value_z_scores("c")
