@@ -23,7 +23,7 @@ from .domain import Domain
 from .params import Dict, HasMethods, Interval, Options, validate_params
 from .privacy import warn_privacy_leak
 from .privacy.metadata import is_public
-from .utils import append_target, as_value_list, check_random_state
+from .utils import append_target, as_value_list, check_random_state, redraw_rejected
 
 try:  # public since scikit-learn 1.6
     from sklearn.utils import TransformerTags, get_tags
@@ -814,18 +814,11 @@ class SynthesisPipeline(BaseEstimator):
                 bad |= (frame[column].astype(object) == label).to_numpy()
             return bad
 
-        n_samples = len(data)
-        parts = [data[~unsupported(data)]]
-        accept = max(len(parts[0]) / max(n_samples, 1), 1e-3)
-        for _ in range(self._MAX_REDRAWS):
-            need = n_samples - sum(len(p) for p in parts)
-            if need <= 0:
-                return pd.concat(parts, ignore_index=True)
-            fresh = draw(int(np.ceil(1.2 * need / accept)) + 10)
-            parts.append(fresh[~unsupported(fresh)].iloc[:need])
-        raise RuntimeError("The synthesizer almost only draws records with missing values that its measurements "
-                           f"did not support (columns {list(self._unsupported_missing)}); after "
-                           f"{self._MAX_REDRAWS} redraws some records still hold them.")
+        return redraw_rejected(
+            data.reset_index(drop=True), unsupported, draw, max_redraws=self._MAX_REDRAWS,
+            failure="The synthesizer almost only draws records with missing values that its measurements did not "
+                    f"support (columns {list(self._unsupported_missing)}); after {self._MAX_REDRAWS} redraws some "
+                    "records still hold them.")
 
     def _inverse(self, data: pd.DataFrame, rng) -> pd.DataFrame:
         """The synthesizer's records through the transformers' ``inverse_transform``, in reverse order."""

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["check_random_state", "available_memory", "check_memory", "MemoryLimitError", "format_bytes", "append_target",
-           "moved_names", "as_value_list",
+           "moved_names", "as_value_list", "redraw_rejected",
            "is_lazy_codes", "is_remote_data", "LAZY_CODES_MARKER", "REMOTE_DATA_MARKER"]
 
 #: The class attribute (set to ``True``) by which out-of-core codes (:class:`skdpsynth.outofcore.DaskCodes`) are
@@ -268,3 +268,48 @@ def as_value_list(values) -> list:
     if isinstance(values, (list, tuple, set, frozenset, np.ndarray, pd.Index, pd.Series)):
         return list(values)
     return [values]
+
+
+def redraw_rejected(records, rejected, draw, *, max_redraws: int, failure: str):
+    """``records`` with each rejected record replaced by a fresh draw that is not: sampling conditioned on
+    not being rejected (post-processing of what ``draw`` samples).
+
+    Parameters
+    ----------
+    records : numpy.ndarray or pandas.DataFrame
+        Records, one per row; replaced in place (a DataFrame column by column, keeping its dtype).
+    rejected : callable
+        ``rejected(records) -> bool array``, one entry per row.
+    draw : callable
+        ``draw(n) -> records`` of the same kind.
+    max_redraws : int
+        Rounds of redrawing before giving up.
+    failure : str
+        The ``RuntimeError``'s text when rejected records are left after ``max_redraws`` rounds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpsynth.utils import redraw_rejected
+    >>> rng = np.random.default_rng(0)
+    >>> draws = redraw_rejected(rng.integers(0, 4, (1000, 1)), lambda r: r[:, 0] == 3,
+    ...                         lambda n: rng.integers(0, 4, (n, 1)), max_redraws=100, failure="never")
+    >>> draws.shape, bool((draws != 3).all())
+    ((1000, 1), True)
+    """
+    bad = np.asarray(rejected(records), dtype=bool)
+    for _ in range(max_redraws):
+        n_bad = int(bad.sum())
+        if not n_bad:
+            return records
+        accept = max(1.0 - n_bad / len(records), 1e-3)
+        fresh = draw(int(np.ceil(1.2 * n_bad / accept)) + 10)
+        fresh = fresh[~np.asarray(rejected(fresh), dtype=bool)][:n_bad]
+        where = np.flatnonzero(bad)[:len(fresh)]
+        if isinstance(records, pd.DataFrame):
+            for j in range(records.shape[1]):
+                records.iloc[where, j] = fresh.iloc[:, j].to_numpy()
+        else:
+            records[where] = fresh
+        bad[where] = False
+    raise RuntimeError(failure)

@@ -45,7 +45,7 @@ from ..params import Interval, Options, PrivacyParameter, validate_params
 from ..privacy import PrivacyLedger, cdp_rho
 from ..privacy.contributions import bound_contributions
 from ..privacy.randomness import child_random_states, noise_generator, warn_reproducible_noise
-from ..utils import append_target, as_value_list, check_memory, check_random_state, is_remote_data
+from ..utils import append_target, as_value_list, check_memory, check_random_state, is_remote_data, redraw_rejected
 
 __all__ = ["BaseSynthesizer"]
 
@@ -532,20 +532,11 @@ class BaseSynthesizer(BaseEstimator):
         rare values does.
         """
         attrs = self.domain_.attrs
-        bad = violations(codes, self.constraints_, attrs)
-        for _ in range(self._MAX_REDRAWS):
-            n_bad = int(bad.sum())
-            if not n_bad:
-                return codes
-            accept = max(1.0 - n_bad / len(codes), 1e-3)
-            fresh = draw(int(np.ceil(1.2 * n_bad / accept)) + 10)
-            fresh = fresh[~violations(fresh, self.constraints_, attrs)][:n_bad]
-            where = np.flatnonzero(bad)[:len(fresh)]
-            codes[where] = fresh
-            bad[where] = False
-        raise RuntimeError(f"{type(self).__name__}'s model almost never meets the constraints: after "
-                           f"{self._MAX_REDRAWS} redraws some records still break them. Check that the constraints "
-                           "are right, or fit with more budget.")
+        return redraw_rejected(
+            codes, lambda records: violations(records, self.constraints_, attrs), draw, max_redraws=self._MAX_REDRAWS,
+            failure=f"{type(self).__name__}'s model almost never meets the constraints: after {self._MAX_REDRAWS} "
+                    "redraws some records still break them. Check that the constraints are right, or fit with more "
+                    "budget.")
 
     def _sample_codes_given(self, n_samples: int, rng: np.random.Generator, allowed: dict) -> np.ndarray:
         """Records from the model conditioned on ``allowed`` (a graphical model's; others refuse)."""
