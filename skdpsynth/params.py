@@ -12,6 +12,8 @@ Booleans are not numbers here: ``epsilon=True`` is a mistake, not 1.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Hashable, Iterable, Mapping
 from numbers import Integral, Real
@@ -251,6 +253,29 @@ def declared_constraints(estimator_class: type) -> dict:
     return merged
 
 
+@functools.lru_cache(maxsize=None)
+def _init_parameters(estimator_class: type) -> tuple[str, ...] | None:
+    """The keyword parameters of ``estimator_class.__init__`` (what ``get_params`` lists), or ``None`` when its
+    ``get_params`` is its own and must be asked."""
+    from sklearn.base import BaseEstimator
+
+    if getattr(estimator_class, "get_params", None) is not BaseEstimator.get_params:
+        return None
+    parameters = inspect.signature(estimator_class.__init__).parameters.values()
+    if any(p.kind == p.VAR_POSITIONAL for p in parameters):
+        return None
+    return tuple(sorted(p.name for p in parameters if p.name != "self" and p.kind != p.VAR_KEYWORD))
+
+
+def _shallow_params(estimator) -> dict:
+    """``estimator.get_params(deep=False)``, reading the parameter names of its class once (``get_params`` reads
+    ``__init__``'s signature at every call: a good part of the fit of a small transformer)."""
+    names = _init_parameters(type(estimator))
+    if names is None:
+        return estimator.get_params(deep=False)
+    return {name: getattr(estimator, name) for name in names}
+
+
 def validate_params(estimator, params: Mapping | None = None, constraints: Mapping | None = None) -> None:
     """Check ``params`` (default: ``estimator.get_params(deep=False)``) against the declared constraints.
 
@@ -271,7 +296,8 @@ def validate_params(estimator, params: Mapping | None = None, constraints: Mappi
     ...
     skdpsynth.params.InvalidParameterError: epsilon must be a finite number > 0 and <= 1e+10, got True.
     """
-    params = estimator.get_params(deep=False) if params is None else params
+    if params is None:
+        params = _shallow_params(estimator)
     constraints = declared_constraints(type(estimator)) if constraints is None else constraints
     for name, value in params.items():
         alternatives: Iterable = constraints.get(name, ())

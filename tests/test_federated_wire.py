@@ -263,6 +263,44 @@ def test_pickled_object_array_refused():
         from_bytes(pack(header, arrays))
 
 
+
+def _rewritten(data: bytes, member: str, write) -> bytes:
+    """``data`` with one member's bytes replaced by ``write(array)``, the other members as they were."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as zin, zipfile.ZipFile(out, "w") as zout:
+        for info in zin.infolist():
+            raw = zin.read(info)
+            if info.filename == member:
+                raw = write(np.load(io.BytesIO(raw), allow_pickle=False))
+            zout.writestr(info.filename, raw)
+    return out.getvalue()
+
+
+def test_arrays_with_other_valid_npy_headers_are_read_as_numpy_reads_them():
+    """The common header is read by a pattern; a header numpy writes otherwise (format 2.0, Fortran order) goes to
+    numpy's own reader and gives the same message; a header numpy would refuse is refused."""
+    sent = local_marginal()
+    data = to_bytes(sent, sender="p2")
+
+    def written(array, version=(1, 0)):
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, array, version=version)
+        return buffer.getvalue()
+
+    assert same_message(from_bytes(_rewritten(data, "values.npy", lambda a: written(a, (2, 0)))).message, sent)
+    sent_matrix = indicators()
+    as_fortran = _rewritten(to_bytes(sent_matrix, sender="p1"), "matrix.npy", lambda a: written(np.asfortranarray(a)))
+    assert b"'fortran_order': True" in as_fortran
+    assert same_message(from_bytes(as_fortran).message, sent_matrix)
+    header = b"{'descr': '<f8', 'fortran_order': __import__('os'), 'shape': (6,), }\n"
+    literal = _rewritten(data, "values.npy", lambda a: b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little")
+                         + header + a.tobytes())
+    with refused("p2", r"array 'values' is not a valid .npy array"):
+        from_bytes(literal, expected={"sender": "p2"})
+    truncated = _rewritten(data, "values.npy", lambda a: written(a, (2, 0))[:-8])
+    with refused("p2", r"array 'values' is truncated"):
+        from_bytes(truncated, expected={"sender": "p2"})
+
 def test_size_limits_and_non_archives_refused():
     data = to_bytes(reply(), sender="fed")
     with refused("fed", "exceed the limit of 100"):

@@ -587,6 +587,35 @@ def test_minimum_variance_total():
         mirror_descent(dom, ms[2:], iters=5)
 
 
+
+def test_what_a_query_determines_is_computed_once_and_goes_with_the_query():
+    """The total's weights and the column norm are kept per query object, off the measurement (a fitted model
+    holds only what it was given), and dropped when the query is."""
+    import gc
+
+    from skdpsynth.graphical import estimation
+
+    query = sp.diags([1.0, 0.5]).tocsr()
+    first = Measurement(("a",), [40.0, 35.0], 1.0, query)
+    assert first.total_estimate() == pytest.approx((110.0, 5.0))
+    assert first.column_norm_sq() == 1.0
+    keys = {(id(query), "total_weights"), (id(query), "column_norm_sq")}
+    assert keys <= set(estimation._DERIVED)
+    assert not {"_held_total_weights", "total_weights"} & set(vars(first))
+    # Another measurement of the same query (new values, new sigma) reuses the weights, with its own answers.
+    again = Measurement(("a",), [20.0, 10.0], 2.0, query)
+    calls = []
+    original = Measurement._total_weights
+    try:
+        Measurement._total_weights = lambda self: calls.append(1) or original(self)
+        assert again.total_estimate() == pytest.approx((40.0, 20.0))
+    finally:
+        Measurement._total_weights = original
+    assert calls == []
+    del first, again, query
+    gc.collect()
+    assert not keys & set(estimation._DERIVED)
+
 def test_warm_start_continues_from_previous_potentials(exp_tables):
     dom, data, rng = small_problem(seed=4)
     first = noisy_measurements(dom, data, [("a", "b"), ("b", "c")], 5.0, rng)

@@ -1,9 +1,10 @@
 """The wire format of party → curator messages: typed, versioned, never pickled.
 
 Every message of :mod:`~skdpsynth.federated.messages` crosses the trust
-boundary as one ``.npz`` archive (written by :func:`numpy.savez`, read with
-``allow_pickle=False``) holding its float arrays plus one JSON header, the
-``header`` member (UTF-8 bytes as a ``uint8`` vector)::
+boundary as one ``.npz`` archive (written by :func:`numpy.savez`; each
+member read once, its ``.npy`` header checked before its data, and no dtype
+that would need pickle accepted) holding its float arrays plus one JSON
+header, the ``header`` member (UTF-8 bytes as a ``uint8`` vector)::
 
     {"format": "skdpsynth-federated-message",   # FORMAT_NAME
      "version": 1,                               # FORMAT_VERSION
@@ -32,6 +33,7 @@ import dataclasses
 import io
 import json
 import math
+import re
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -278,6 +280,32 @@ def to_bytes(message: Message, *, sender: str,
     return buffer.getvalue()
 
 
+# The header numpy.save writes (format 1.0), e.g. "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }"
+# padded with spaces to a newline: read by a pattern, where numpy's reader would parse it as a Python literal (most
+# of the cost of reading a small message). Any other header goes to numpy's reader.
+_NPY_HEADER = re.compile(rb"\{'descr': '([<>|=][a-zA-Z][0-9]{1,2})', 'fortran_order': (False|True), "
+                         rb"'shape': \(((?:[0-9]+, )*[0-9]+,?|)\), \} *\n")
+
+
+def _npy_header(member: bytes) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+    """``(shape, fortran_order, dtype, data offset)`` of a ``.npy`` file's bytes."""
+    if member[:6] == b"\x93NUMPY" and member[6:8] == b"\x01\x00" and len(member) >= 10:
+        end = 10 + int.from_bytes(member[8:10], "little")
+        match = _NPY_HEADER.fullmatch(member, 10, end)
+        if match is not None:
+            shape = tuple(int(n) for n in match[3].split(b",") if n.strip())
+            return shape, match[2] == b"True", np.dtype(match[1].decode("ascii")), end
+    stream = io.BytesIO(member)
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(stream)
+    else:
+        raise ValueError(f"unsupported .npy version {version}")
+    return tuple(shape), bool(fortran_order), dtype, stream.tell()
+
+
 # --------------------------------------------------------------------------- receiving
 class _Reader:
     """The validation of one archive; every failure is a :class:`MessageError` naming the sender."""
@@ -324,24 +352,22 @@ class _Reader:
         if sum(i.file_size for i in infos) > self.max_bytes:
             self.fail(f"the archive's members exceed the limit of {self.max_bytes} bytes.")
         self.infos = {n[:-4]: i for n, i in zip(names, infos)}
-        self.npz = np.load(io.BytesIO(data), allow_pickle=False)
         self.used = {"header"}
 
     def array(self, key: str, shape: tuple[int, ...] | None, dtype: np.dtype, ndim: int) -> np.ndarray:
-        """Member ``key``, after checking its .npy header (no pickled objects, declared shape and dtype)."""
+        """Member ``key``, after checking its .npy header (no pickled objects, declared shape and dtype).
+
+        The member is read once (its size is within the limits :meth:`open` checked); reading it to its end also
+        checks its CRC.
+        """
         info = self.infos.get(key)
         if info is None:
             self.fail(f"array {key!r} named in the header is missing from the archive.")
         try:
             with self.zip.open(info) as f:
-                version = np.lib.format.read_magic(f)
-                if version == (1, 0):
-                    got_shape, _, got_dtype = np.lib.format.read_array_header_1_0(f)
-                elif version == (2, 0):
-                    got_shape, _, got_dtype = np.lib.format.read_array_header_2_0(f)
-                else:
-                    raise ValueError(f"unsupported .npy version {version}")
-        except (ValueError, OSError, zipfile.BadZipFile) as exc:
+                member = f.read()
+            got_shape, fortran_order, got_dtype, offset = _npy_header(member)
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
             self.fail(f"array {key!r} is not a valid .npy array ({exc}).")
         if got_dtype.hasobject:
             self.fail(f"array {key!r} holds Python objects (pickle); refused.")
@@ -350,12 +376,11 @@ class _Reader:
         if len(got_shape) != ndim or (shape is not None and tuple(got_shape) != shape):
             self.fail(f"array {key!r} has shape {tuple(got_shape)}, the header says "
                       f"{shape if shape is not None else f'{ndim} dimension(s)'}.")
-        if math.prod(got_shape) * dtype.itemsize > info.file_size:
+        count = math.prod(got_shape)
+        if len(member) - offset < count * dtype.itemsize:
             self.fail(f"array {key!r} is truncated.")
-        try:
-            array = self.npz[key]
-        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-            self.fail(f"array {key!r} cannot be read ({exc}).")
+        array = np.frombuffer(member, dtype=dtype, count=count, offset=offset).copy()
+        array = array.reshape(got_shape[::-1]).transpose() if fortran_order else array.reshape(got_shape)
         self.used.add(key)
         return array
 

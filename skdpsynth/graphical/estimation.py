@@ -14,6 +14,7 @@ Armijo backtracking.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -104,6 +105,9 @@ class Measurement:
         """Largest squared column norm of ``Q`` (1 for the identity): the loss's curvature per unit of mass."""
         if self.query is None:
             return 1.0
+        return _of_query(self.query, "column_norm_sq", self._column_norm_sq)
+
+    def _column_norm_sq(self) -> float:
         if isinstance(self.query, LinearOperator):
             # One column at a time would be exact; the Frobenius bound is cheap and safe.
             eye = np.eye(self.query.shape[1])
@@ -122,14 +126,39 @@ class Measurement:
         """
         if self.query is None:
             return float(self.values.sum()), self.sigma**2 * self.n_answers
+        a = _of_query(self.query, "total_weights", self._total_weights)
+        if a is None:
+            return None
+        return float(a @ self.values), self.sigma**2 * float(a @ a)
+
+    def _total_weights(self) -> np.ndarray | None:
+        """``a`` with ``Qᵀa = 1``, or ``None`` when there is none."""
         ones = np.ones(self.query.shape[1])
         if isinstance(self.query, np.ndarray):
             a = np.linalg.lstsq(self.query.T, ones, rcond=None)[0]
         else:
             a = lsqr(self.query.T if sp.issparse(self.query) else self.query.H, ones, atol=1e-12, btol=1e-12)[0]
-        if not np.allclose(self.adjoint(a), ones, atol=1e-8):
-            return None
-        return float(a @ self.values), self.sigma**2 * float(a @ a)
+        return a if np.allclose(self.adjoint(a), ones, atol=1e-8) else None
+
+
+# What a measurement derives from its query alone, kept while the query lives: every estimate asks again (PPSyn and
+# AIM estimate from all the fit's measurements each round). Kept here, not on the measurement, so that a fitted
+# model holds nothing but what it was given.
+_DERIVED: dict = {}
+
+
+def _of_query(query, name: str, compute):
+    """``compute()``, computed once per query object (``name`` says which derived quantity it is)."""
+    key = (id(query), name)
+    held = _DERIVED.get(key)
+    if held is not None and held[0]() is query:
+        return held[1]
+    value = compute()
+    try:   # the entry goes with the query (before its id can be reused)
+        _DERIVED[key] = (weakref.ref(query, lambda _, key=key: _DERIVED.pop(key, None)), value)
+    except TypeError:
+        pass
+    return value
 
 
 def minimum_variance_total(measurements: Iterable[Measurement]) -> float | None:

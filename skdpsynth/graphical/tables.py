@@ -26,12 +26,13 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import lru_cache
 from math import prod
 
 import numpy as np
+
+from ..utils import thread_pool
 
 __all__ = ["blas_is_single_threaded", "num_threads", "single_threaded_blas", "sum_over"]
 
@@ -39,9 +40,6 @@ __all__ = ["blas_is_single_threaded", "num_threads", "single_threaded_blas", "su
 PARALLEL_CELLS = 2**18
 _SLABS = 4
 
-_pool: ThreadPoolExecutor | None = None
-_pool_pid = 0   # a forked child inherits the pool object but not its threads: it makes its own
-_pool_threads = 0
 _CPUS = os.cpu_count() or 1   # read once: passes ask for it tens of thousands of times per fit
 
 
@@ -167,16 +165,12 @@ def _with_single_threaded_blas(function: Callable) -> Callable:
 
 
 def _map(function: Callable, items: list) -> list:
-    global _pool, _pool_pid, _pool_threads
     threads = num_threads()
     if threads == 1 or len(items) == 1:
         return [function(item) for item in items]
-    if _pool is None or _pool_pid != os.getpid() or _pool_threads != threads:
-        _pool = ThreadPoolExecutor(threads, thread_name_prefix="skdpsynth-tables")
-        _pool_pid, _pool_threads = os.getpid(), threads
     if blas_is_single_threaded():
         function = _with_single_threaded_blas(function)
-    return list(_pool.map(function, items))
+    return list(thread_pool("tables", threads).map(function, items))
 
 
 def _slabs(table: np.ndarray) -> tuple[int, list[tuple]] | None:

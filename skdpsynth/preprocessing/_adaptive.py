@@ -193,16 +193,21 @@ def cell_edges(lower: float, upper: float, lows: np.ndarray, highs: np.ndarray, 
     """
     cuts = [lower, upper]
     run_open = False
-    for lo, hi, occ in zip(lows, highs, occupied):
-        lo, hi = max(lo, lower), min(hi, upper)
-        if hi < lo or (hi == lo and lo != 0.0):
-            continue
+    # Only the buckets that meet [lower, upper] (the magnitude buckets span the whole float range).
+    lows, highs = np.maximum(lows, lower), np.minimum(highs, upper)
+    meets = ~((highs < lows) | ((highs == lows) & (lows != 0.0)))
+    lows, highs, occupied = lows[meets], highs[meets], np.asarray(occupied, dtype=bool)[meets]
+    # The cells of every occupied bucket at once (np.linspace with arrays: the same values as one call per bucket).
+    zero = (lows == 0.0) & (highs == 0.0)
+    cut = occupied & ~zero
+    cells = iter(np.linspace(lows[cut], highs[cut], CELLS_PER_BUCKET + 1, axis=1).tolist())
+    for lo, hi, occ in zip(lows.tolist(), highs.tolist(), occupied.tolist()):
         if lo == hi == 0.0:  # the zero bucket: the single value 0
             cuts += [0.0, step if step is not None else np.nextafter(0.0, 1.0)]
             run_open = False
             continue
         if occ:
-            cuts += list(np.linspace(lo, hi, CELLS_PER_BUCKET + 1))
+            cuts += next(cells)
             run_open = False
         elif not run_open:  # the first of a run of unoccupied buckets opens one cell for the whole run
             cuts.append(lo)

@@ -14,6 +14,7 @@ it has L1 and L2 sensitivity 1.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 __all__ = [
@@ -128,8 +129,13 @@ def cdp_rho(epsilon: float, delta: float) -> float:
     >>> round(cdp_rho(1.0, 1e-9), 10)
     0.0149730577
     """
-    epsilon = _check("epsilon", epsilon)
-    delta = _check_delta(delta)
+    return _cdp_rho(_check("epsilon", epsilon), _check_delta(delta))
+
+
+# The two conversions by bisection are pure functions of two floats that every fit asks for a few times (a
+# thousand-odd evaluations of cdp_delta each); they are cached by value.
+@functools.lru_cache(maxsize=4096)
+def _cdp_rho(epsilon: float, delta: float) -> float:
     lo, hi = 0.0, epsilon + 1.0
     while cdp_delta(hi, epsilon) <= delta:  # δ(ρ) -> 1 as ρ grows, so this ends
         lo, hi = hi, 2.0 * hi
@@ -158,8 +164,11 @@ def cdp_epsilon(rho: float, delta: float) -> float:
     >>> round(cdp_epsilon(cdp_rho(1.0, 1e-6), 1e-6), 9)
     1.0
     """
-    rho = _check("rho", rho, strict=False)
-    delta = _check_delta(delta)
+    return _cdp_epsilon(_check("rho", rho, strict=False), _check_delta(delta))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cdp_epsilon(rho: float, delta: float) -> float:
     if rho == 0 or cdp_delta(rho, 0.0) <= delta:
         return 0.0
     hi = cdp_epsilon_loose(rho, delta)  # the loose bound is always achievable

@@ -18,7 +18,7 @@ mechanisms also use for non-integer values.
 """
 from __future__ import annotations
 
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from contextlib import contextmanager
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..utils import thread_pool
 from .accounting import _check, exponential_mechanism_rho, gaussian_rho, gaussian_sigma
 from .randomness import gumbel, noise_generator
 from .samplers import discrete_gaussian, discrete_laplace
@@ -402,9 +403,10 @@ def lazy_exponential_mechanism(upper_bounds: ArrayLike, score: Callable[[int], f
                 break
             consider(rank, float(score(int(i))))
     else:
-        with ThreadPoolExecutor(workers, thread_name_prefix="skdpsynth-score") as pool:
-            running: dict = {}
-            rank = 0
+        pool = thread_pool("score", workers)
+        running: dict = {}
+        rank = 0
+        try:
             while True:
                 while len(running) < workers and rank < len(order) and bound_keys[order[rank]] > best:
                     running[pool.submit(score, int(order[rank]))] = rank
@@ -414,6 +416,10 @@ def lazy_exponential_mechanism(upper_bounds: ArrayLike, score: Callable[[int], f
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in sorted(done, key=running.get):
                     consider(running.pop(future), float(future.result()))
+        finally:   # on an error, no score of this call is left running behind the caller's back
+            for future in running:
+                future.cancel()
+            wait(running)
     if choice < 0:
         raise ValueError("All scores are -inf: nothing can be selected.")
     _record_exponential(ledger, description, epsilon, sensitivity, party, bounds.size, monotonic)

@@ -16,7 +16,6 @@ these rather than each writing its own.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
 from numbers import Integral
 
@@ -31,7 +30,7 @@ from ..graphical.tables import num_threads
 from ..marginals import downward_closure, marginal, marginals, workload as make_workload
 from ..params import Interval, Options
 from ..privacy import PrivacyLedger, gaussian_mechanism
-from ..utils import check_memory, is_lazy_codes
+from ..utils import check_memory, is_lazy_codes, thread_pool
 
 __all__ = [
     "measure_marginals",
@@ -395,8 +394,8 @@ class MarginalBatch:
         if workers <= 1:
             return [function(*self._count(columns, chunk)) for chunk in self._chunks(max_cells)]
         target = max(1, min(max_cells, -(-self.size // (4 * workers))))
-        with ThreadPoolExecutor(workers, thread_name_prefix="skdpsynth-counts") as pool:
-            return list(pool.map(lambda chunk: function(*self._count(columns, chunk)), self._chunks(target)))
+        return list(thread_pool("counts", workers).map(lambda chunk: function(*self._count(columns, chunk)),
+                                                      self._chunks(target)))
 
     def _columns(self, records: np.ndarray) -> dict:
         return {a: np.ascontiguousarray(records[:, j], dtype=np.int64) for j, a in enumerate(self.domain.attrs)}

@@ -447,7 +447,8 @@ def group_sum_statistic(seq: PartitionSequence, values: npt.ArrayLike, steps: np
         return out
     # Every rectangle's sum from a zero-padded summed-area table (inclusion-exclusion over its 2^ndim corners).
     ndim = len(seq.shape)
-    table = np.pad(x, [(0, 0)] * len(lead) + [(1, 0)] * ndim)
+    table = np.zeros(lead + tuple(n + 1 for n in seq.shape))
+    table[(Ellipsis,) + (slice(1, None),) * ndim] = x
     for axis in range(len(lead), x.ndim):
         table = np.cumsum(table, axis=axis)
     sums = np.zeros(lead + (len(seq._lo),))
