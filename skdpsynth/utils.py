@@ -321,6 +321,15 @@ _pools: dict = {}
 _pools_lock = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    global _pools_lock
+    _pools_lock = threading.Lock()   # another thread may have held it at the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def thread_pool(purpose: str, workers: int) -> ThreadPoolExecutor:
     """A process-wide pool of ``workers`` threads for one ``purpose``, made on first use and kept.
 

@@ -95,11 +95,10 @@ class Measurement:
         if isinstance(self.query, LinearOperator):
             return self.query.rmatvec(residual)
         # Transposing a sparse matrix builds a new one: keep it (estimation calls this every iteration).
-        held = self.__dict__.get("_query_t")
-        if held is None or held[0] is not self.query:
-            held = (self.query, self.query.T.tocsr() if sp.issparse(self.query) else self.query.T)
-            self.__dict__["_query_t"] = held
-        return held[1] @ residual
+        return _of_query(self.query, "transpose", self._transpose) @ residual
+
+    def _transpose(self):
+        return self.query.T.tocsr() if sp.issparse(self.query) else self.query.T
 
     def column_norm_sq(self) -> float:
         """Largest squared column norm of ``Q`` (1 for the identity): the loss's curvature per unit of mass."""
