@@ -141,6 +141,30 @@ def test_audit_bookkeeping_and_event_direction():
     assert other.n_selection == 2000 and other.n_favoured == 8000
 
 
+def test_fixed_events_count_every_run_as_the_held_out_runs_of_a_selection():
+    """With events fixed in advance, all runs are held out; they are the same runs (same seed) that a selection
+    audit of twice as many holds out, so one event gives the same counts and bound."""
+    def release(shift):
+        return lambda rng: float(rng.laplace(shift, 1.0) > 1.0)
+
+    selected = audit(release(0.0), release(1.0), n_runs=800, random_state=5)
+    fixed = audit(release(0.0), release(1.0), n_runs=400, events=[selected.event], random_state=5)
+    assert (fixed.n_selection, fixed.n_favoured, fixed.n_other) == (0, 400, 400) and np.isnan(fixed.selection_epsilon)
+    assert (fixed.event, fixed.k_favoured, fixed.k_other) == (selected.event, selected.k_favoured, selected.k_other)
+    assert fixed.epsilon_lower_bound == selected.epsilon_lower_bound
+    # Four events: the best of them, each at alpha / 4.
+    family = audit(release(0.0), release(1.0), n_runs=400, events=DistinguishingEvent.all_at(0.5), random_state=5)
+    values = {}
+    for event in DistinguishingEvent.all_at(0.5):
+        one = audit(release(0.0), release(1.0), n_runs=400, events=[event], alpha=0.05 / 4, random_state=5)
+        values[event] = one.epsilon_lower_bound
+    assert family.epsilon_lower_bound == max(values.values()) and values[family.event] == max(values.values())
+    with pytest.raises(ValueError, match="DistinguishingEvent"):
+        audit(release(0.0), release(1.0), n_runs=10, events=[])
+    with pytest.raises(ValueError, match="DistinguishingEvent"):
+        audit(release(0.0), release(1.0), n_runs=10, events=[DistinguishingEvent(0.5, True, "D''")])
+
+
 def test_audit_of_identical_releases_claims_nothing():
     res = audit(lambda rng, n: rng.normal(size=n), lambda rng, n: rng.normal(size=n), n_runs=200_000,
                 batch=True, random_state=0)
@@ -164,24 +188,31 @@ def test_audit_rejects_bad_input():
             audit(ok, ok, batch=True, **kwargs)
 
 
-def test_audit_false_alarm_rate_is_at_most_alpha():
+@pytest.mark.parametrize("events", [None, DistinguishingEvent.all_at(2.0)], ids=["selected", "fixed"])
+def test_audit_false_alarm_rate_is_at_most_alpha(events):
     """The guarantee itself: on an exactly ε-DP mechanism (Laplace, ε = 1, at its worst-case neighbours)
     the bound exceeds ε in at most an alpha share of independent audits (Clopper–Pearson is conservative,
-    so in practice far fewer)."""
+    so in practice far fewer). The fixed events include {s > 2} favouring D', whose probability ratio is
+    exactly e^ε (any threshold >= 1 is)."""
     n_audits, alpha = 300, 0.05
     exceed = 0
     for seed in range(n_audits):
         res = audit(lambda rng, n: rng.laplace(0.0, 1.0, n), lambda rng, n: 1.0 + rng.laplace(0.0, 1.0, n),
-                    n_runs=4000, batch=True, alpha=alpha, random_state=seed)
+                    n_runs=4000, batch=True, alpha=alpha, events=events, random_state=seed)
         exceed += res.epsilon_lower_bound > 1.0
     # P[Binomial(300, 0.05) >= 27] < 0.01: the audit would have to be invalid to get there.
     assert exceed < 27
-    print(f"\n[audit] false alarms on exact Laplace(eps=1): {exceed}/{n_audits} (alpha={alpha})")
+    print(f"\n[audit] false alarms on exact Laplace(eps=1), events {'fixed' if events else 'selected'}: "
+          f"{exceed}/{n_audits} (alpha={alpha})")
 
 
 # =====================================================================================================================
 # Mechanisms
 # =====================================================================================================================
+#
+# Where the statistic takes a few values (whether a count passed its threshold, a bound that is either kept or
+# extended), the events are fixed in advance (DistinguishingEvent.all_at): every run is then held out, and half
+# the runs of a selection audit give the same held-out sample.
 
 @pytest.mark.parametrize("rho, sensitivity", [(0.5, 1.0), (0.125, 2.0)])
 def test_audit_gaussian_mechanism(rho, sensitivity):
@@ -371,9 +402,11 @@ def test_audit_dp_kbins_discretizer_adaptive_bounds():
         return lambda rng: DPKBinsDiscretizer("auto", strategy="adaptive", epsilon=epsilon, output="code",
                                               random_state=rng).fit(frame).bounds_["x"][1]
 
+    # The bound stays at 4 (the top of the bucket (2, 4] of the 60 records) or is extended, to 128 or beyond.
     base = [3.0] * 60 + [100.0] * 8
     res, ratio = run_audit(f"DPKBinsDiscretizer adaptive bounds eps={epsilon}", epsilon,
-                           release(base), release(base + [100.0]), n_runs=3000, random_state=19)
+                           release(base), release(base + [100.0]), n_runs=1500,
+                           events=DistinguishingEvent.all_at(4.0), random_state=19)
     assert res.epsilon_lower_bound <= epsilon
     assert ratio >= 0.1
 
@@ -393,9 +426,11 @@ def test_audit_dp_kbins_discretizer_public_buckets():
                                               random_state=rng, bucket_edges={"x": list(range(0, 101, 10))}
                                               ).fit(frame).bounds_["x"][1]
 
+    # The bound stays at 10 (the first bucket's, where the 60 records are) or is extended, to 100 mostly.
     base = [3.0] * 60 + [95.0] * 8
     res, ratio = run_audit(f"DPKBinsDiscretizer public buckets bounds eps={epsilon}", epsilon,
-                           release(base), release(base + [95.0]), n_runs=3000, random_state=26)
+                           release(base), release(base + [95.0]), n_runs=1500,
+                           events=DistinguishingEvent.all_at(10.0), random_state=26)
     assert res.epsilon_lower_bound <= epsilon
     assert ratio >= 0.1
 
@@ -416,7 +451,7 @@ def test_audit_dp_kbins_discretizer_kinds_histogram():
                                  .lattice_steps_["x"] == pytest.approx(0.1))
 
     res, ratio = run_audit(f"DPKBinsDiscretizer adaptive kinds eps={claim}", claim, release(3), release(4),
-                           n_runs=6000, random_state=21)
+                           n_runs=3000, events=DistinguishingEvent.all_at(0.5), random_state=21)
     assert res.epsilon_lower_bound <= claim
     assert ratio >= 0.25
 
@@ -434,7 +469,7 @@ def test_audit_dp_kbins_discretizer_missing_values_count():
                                                     output="code", random_state=rng).fit(frame).missing_bins_["x"])
 
     res, ratio = run_audit(f"DPKBinsDiscretizer adaptive missing count eps={epsilon}", 0.75 * epsilon, release(3),
-                           release(4), n_runs=6000, random_state=22)
+                           release(4), n_runs=3000, events=DistinguishingEvent.all_at(0.5), random_state=22)
     assert res.epsilon_lower_bound <= 0.75 * epsilon
     assert ratio >= 0.25
 
@@ -452,7 +487,8 @@ def test_audit_encoder_missing_values_count():
                                                       random_state=rng).fit(frame).missing_["x"] == "category")
 
     res, ratio = run_audit(f"DPCategoricalEncoder missing auto eps={epsilon}", epsilon,
-                           release(4), release(5), n_runs=6000, delta=delta, random_state=20)
+                           release(4), release(5), n_runs=3000, delta=delta, events=DistinguishingEvent.all_at(0.5),
+                           random_state=20)
     assert res.epsilon_lower_bound <= epsilon
     assert ratio >= 0.25
 
@@ -502,8 +538,9 @@ def test_audit_dp_categorical_encoder():
     """DPCategoricalEncoder's DP discovery end to end; the event is "the rare category is released".
 
     At (4, 0.2) the threshold releases a value seen once with probability e^-4 / (1 + e^-4) and one seen twice
-    with probability 1 / (1 + e^-4): the best bound, log((0.982 - 0.2) / 0.018) = 3.77, is within reach of a
-    thousand fits (with a smaller δ the singleton's release probability is too small to estimate from so few).
+    with probability 1 / (1 + e^-4): the best bound, log((0.982 - 0.2) / 0.018) = 3.77, is within reach of five
+    hundred fits per neighbour, all counted (an indicator: its events are fixed in advance); with a smaller δ the
+    singleton's release probability is too small to estimate from so few.
     """
     epsilon, delta = 4.0, 0.2
 
@@ -513,7 +550,8 @@ def test_audit_dp_categorical_encoder():
                                                           random_state=rng).fit(frame).categories_["c"]
 
     res, ratio = run_audit(f"DPCategoricalEncoder rare 1 vs 2 eps={epsilon} delta={delta}", epsilon,
-                           release(1), release(2), n_runs=1000, delta=delta, random_state=20)
+                           release(1), release(2), n_runs=500, delta=delta, events=DistinguishingEvent.all_at(0.5),
+                           random_state=20)
     assert res.epsilon_lower_bound <= epsilon
     assert ratio >= 0.5
 

@@ -59,7 +59,7 @@ True
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -255,6 +255,27 @@ class DistinguishingEvent:
     def __str__(self) -> str:
         return f"statistic {'>' if self.above else '<='} {self.threshold:.6g} (more likely under {self.favours})"
 
+    @classmethod
+    def all_at(cls, threshold: float) -> tuple["DistinguishingEvent", ...]:
+        """The four events a threshold defines: ``{s > t}`` and ``{s <= t}``, each favouring D and D'.
+
+        For an indicator statistic (0 or 1) and ``threshold=0.5`` these are
+        all the events there are, so passing them to :func:`audit` as its
+        ``events`` audits every direction without selection runs.
+
+        Examples
+        --------
+        >>> from skdpsynth.privacy.audit import DistinguishingEvent
+        >>> for event in DistinguishingEvent.all_at(0.5):
+        ...     print(event)
+        statistic > 0.5 (more likely under D')
+        statistic > 0.5 (more likely under D)
+        statistic <= 0.5 (more likely under D)
+        statistic <= 0.5 (more likely under D')
+        """
+        t = float(threshold)
+        return cls(t, True, "D'"), cls(t, True, "D"), cls(t, False, "D"), cls(t, False, "D'")
+
 
 @dataclass(frozen=True)
 class AuditResult:
@@ -266,7 +287,8 @@ class AuditResult:
         ε lower bound from the held-out runs; with probability >= 1 - alpha it
         is at most the ε of every (ε, delta) guarantee the mechanism has.
     event : DistinguishingEvent
-        The event chosen on the selection runs.
+        The event chosen on the selection runs (with ``events`` given to
+        :func:`audit`: the one of them with the largest bound).
     k_favoured, n_favoured : int
         Held-out occurrences of the event / runs under the favoured neighbour.
     k_other, n_other : int
@@ -274,10 +296,10 @@ class AuditResult:
     n_runs : int
         Runs per neighbour in all (selection + held-out).
     n_selection : int
-        Runs per neighbour used to choose the event.
+        Runs per neighbour used to choose the event (0 with ``events``).
     selection_epsilon : float
         The bound the chosen event reached on the selection runs (a biased,
-        optimistic figure: for diagnostics only).
+        optimistic figure: for diagnostics only); NaN with ``events``.
     delta, alpha : float
         As passed to :func:`audit`.
 
@@ -368,7 +390,8 @@ def _event_table(sorted_d: np.ndarray, sorted_dp: np.ndarray, thresholds: np.nda
 
 def audit(release_d: Callable, release_dprime: Callable, *, n_runs: int, delta: float = 0.0,
           statistic: Callable | None = None, batch: bool = False, alpha: float = 0.05,
-          selection_fraction: float = 0.5, max_thresholds: int = 1000, random_state=None) -> AuditResult:
+          selection_fraction: float = 0.5, max_thresholds: int = 1000,
+          events: Sequence[DistinguishingEvent] | None = None, random_state=None) -> AuditResult:
     """Black-box lower bound on the ε of a mechanism from runs on two neighbouring data sets.
 
     1. Draw ``n_runs`` outputs from each neighbour, from independent
@@ -380,6 +403,14 @@ def audit(release_d: Callable, release_dprime: Callable, *, n_runs: int, delta: 
        largest :func:`epsilon_lower_bound` on those runs.
     3. Count that single event on the remaining (held-out) runs and return
        :func:`epsilon_lower_bound` of those counts.
+
+    With ``events``, fixed before any run, there is no step 2: every run is
+    held out, each event is counted on all of them with its bound at level
+    ``alpha / len(events)`` (union bound over the events), and the largest
+    bound is returned.  For a statistic with few values (an indicator, a
+    released bound that takes one of a few values) the events worth trying
+    are known in advance, and the runs that selection would spend count
+    instead: half the runs give the same held-out sample.
 
     Guarantee: the held-out runs are independent of the choice of the event,
     so with probability >= 1 - ``alpha`` the returned bound is at most the ε
@@ -409,9 +440,13 @@ def audit(release_d: Callable, release_dprime: Callable, *, n_runs: int, delta: 
     alpha : float, default=0.05
         Error probability of the bound.
     selection_fraction : float, default=0.5
-        Share of the runs used to choose the event, in (0, 1).
+        Share of the runs used to choose the event, in (0, 1); unused with
+        ``events``.
     max_thresholds : int, default=1000
         Cap on the number of candidate thresholds (>= 2).
+    events : sequence of DistinguishingEvent, optional
+        Events fixed in advance (e.g. ``DistinguishingEvent.all_at(0.5)`` for
+        an indicator statistic): no selection runs, see above.
     random_state : None, int, SeedSequence or Generator
         Seeds everything the audit draws; fix it for a deterministic test.
 
@@ -443,6 +478,16 @@ def audit(release_d: Callable, release_dprime: Callable, *, n_runs: int, delta: 
     ...                statistic=lambda out: out[0], n_runs=2000, random_state=0)
     >>> result.n_runs, result.n_favoured, bool(result.epsilon_lower_bound <= 1.0)
     (2000, 1000, True)
+
+    An indicator statistic, with its events fixed in advance: all runs count.
+
+    >>> from skdpsynth.privacy.audit import DistinguishingEvent
+    >>> result = audit(lambda rng: laplace_mechanism([3.0], epsilon=1.0, random_state=rng),
+    ...                lambda rng: laplace_mechanism([4.0], epsilon=1.0, random_state=rng),
+    ...                statistic=lambda out: float(out[0] > 4.0), events=DistinguishingEvent.all_at(0.5),
+    ...                n_runs=1000, random_state=0)
+    >>> result.n_selection, result.n_favoured, str(result.event)
+    (0, 1000, "statistic > 0.5 (more likely under D')")
     """
     if isinstance(n_runs, bool) or not isinstance(n_runs, (numbers.Integral, np.integer)) or n_runs < 4:
         raise ValueError(f"n_runs must be an integer >= 4, got {n_runs!r}.")
@@ -455,10 +500,16 @@ def audit(release_d: Callable, release_dprime: Callable, *, n_runs: int, delta: 
         raise ValueError(f"selection_fraction must be in (0, 1), got {selection_fraction!r}.")
     if not (isinstance(max_thresholds, (numbers.Integral, np.integer)) and max_thresholds >= 2):
         raise ValueError(f"max_thresholds must be an integer >= 2, got {max_thresholds!r}.")
+    seeds = _seed_sequence(random_state).spawn(4)
+    if events is not None:
+        events = _fixed_events(events)
+        # The held-out streams (seeds 2 and 3), as after a selection: their first runs are the same.
+        eval_d = _draw(release_d, statistic, n_runs, seeds[2], batch, "d")
+        eval_dp = _draw(release_dprime, statistic, n_runs, seeds[3], batch, "dprime")
+        return _best_fixed_event(events, eval_d, eval_dp, delta, alpha)
+
     n_sel = min(max(int(round(n_runs * float(selection_fraction))), 2), n_runs - 2)
     n_eval = n_runs - n_sel
-
-    seeds = _seed_sequence(random_state).spawn(4)
     sel_d = np.sort(_draw(release_d, statistic, n_sel, seeds[0], batch, "d"))
     sel_dp = np.sort(_draw(release_dprime, statistic, n_sel, seeds[1], batch, "dprime"))
 
@@ -485,3 +536,27 @@ def audit(release_d: Callable, release_dprime: Callable, *, n_runs: int, delta: 
         n_other=n_eval, n_runs=n_runs, n_selection=n_sel, selection_epsilon=max(selection_bound, 0.0),
         delta=delta, alpha=alpha,
     )
+
+
+def _fixed_events(events) -> tuple[DistinguishingEvent, ...]:
+    events = tuple(events) if not isinstance(events, DistinguishingEvent) else (events,)
+    if not events or not all(isinstance(e, DistinguishingEvent) and e.favours in ("D", "D'") for e in events):
+        raise ValueError("events must be a non-empty sequence of DistinguishingEvent, each favouring 'D' or \"D'\"; "
+                         f"got {events!r}.")
+    return events
+
+
+def _best_fixed_event(events: tuple[DistinguishingEvent, ...], values_d: np.ndarray, values_dp: np.ndarray,
+                      delta: float, alpha: float) -> AuditResult:
+    """Each pre-registered event counted on every run, at level alpha / len(events); the largest bound."""
+    n = values_d.size
+    best = None
+    for event in events:
+        fav, oth = (values_d, values_dp) if event.favours == "D" else (values_dp, values_d)
+        k_fav, k_oth = int(event(fav).sum()), int(event(oth).sum())
+        bound = float(epsilon_lower_bound(k_fav, n, k_oth, n, delta=delta, alpha=alpha / len(events)))
+        if best is None or bound > best[0]:
+            best = (bound, event, k_fav, k_oth)
+    bound, event, k_fav, k_oth = best
+    return AuditResult(epsilon_lower_bound=bound, event=event, k_favoured=k_fav, n_favoured=n, k_other=k_oth,
+                       n_other=n, n_runs=n, n_selection=0, selection_epsilon=float("nan"), delta=delta, alpha=alpha)
