@@ -28,6 +28,9 @@ What is and is not guaranteed
   *held-out* runs), on exactly one event, so no multiple-testing correction
   is needed and the result is a valid lower bound on the ε of every
   (ε, δ) guarantee the mechanism truly has, with probability >= 1 - α.
+* :func:`audit` with ``events`` fixed before any run counts each of them
+  on every run at level α / (number of events), a union bound: the same
+  guarantee, with no runs spent on choosing.
 * Hence a test asserting ``epsilon_lower_bound <= claimed_epsilon`` fails
   for a correctly calibrated mechanism with probability at most α; with a
   fixed ``random_state`` the outcome is deterministic (a given seed either
@@ -407,9 +410,10 @@ def audit(release_d: Callable, release_dprime: Callable, *, n_runs: int, delta: 
     With ``events``, fixed before any run, there is no step 2: every run is
     held out, each event is counted on all of them with its bound at level
     ``alpha / len(events)`` (union bound over the events), and the largest
-    bound is returned.  For a statistic with few values (an indicator, a
-    released bound that takes one of a few values) the events worth trying
-    are known in advance, and the runs that selection would spend count
+    bound is returned.  Where the events worth trying are known in advance
+    (a statistic with few values, such as an indicator or a released bound
+    that takes one of a few values; a noisy count, whose best events split
+    the two neighbours' counts), the runs that selection would spend count
     instead: half the runs give the same held-out sample.
 
     Guarantee: the held-out runs are independent of the choice of the event,
@@ -503,7 +507,7 @@ def audit(release_d: Callable, release_dprime: Callable, *, n_runs: int, delta: 
     seeds = _seed_sequence(random_state).spawn(4)
     if events is not None:
         events = _fixed_events(events)
-        # The held-out streams (seeds 2 and 3), as after a selection: their first runs are the same.
+        # The held-out streams (seeds 2 and 3): run by run, these are the runs a selection audit holds out.
         eval_d = _draw(release_d, statistic, n_runs, seeds[2], batch, "d")
         eval_dp = _draw(release_dprime, statistic, n_runs, seeds[3], batch, "dprime")
         return _best_fixed_event(events, eval_d, eval_dp, delta, alpha)
