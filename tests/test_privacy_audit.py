@@ -210,9 +210,10 @@ def test_audit_false_alarm_rate_is_at_most_alpha(events):
 # Mechanisms
 # =====================================================================================================================
 #
-# Where the statistic takes a few values (whether a count passed its threshold, a bound that is either kept or
-# extended), the events are fixed in advance (DistinguishingEvent.all_at): every run is then held out, and half
-# the runs of a selection audit give the same held-out sample.
+# Where the events worth counting are known in advance (the statistic takes a few values: whether a count passed
+# its threshold, a bound that is either kept or extended; or it is a noisy count, whose best events split the two
+# neighbours' counts), they are fixed (DistinguishingEvent.all_at): every run is then held out, and half the runs
+# of a selection audit give the same held-out sample.
 
 @pytest.mark.parametrize("rho, sensitivity", [(0.5, 1.0), (0.125, 2.0)])
 def test_audit_gaussian_mechanism(rho, sensitivity):
