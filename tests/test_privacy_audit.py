@@ -20,6 +20,7 @@ Run with ``-s`` to see every audit's bound, claim and ratio.
 """
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import math
 import time
@@ -681,14 +682,6 @@ def _hybrid_audited(partition, secure):
 _GRID = {"n_slices": 2, "n_vertical": 2}
 
 
-def _cryptography_installed() -> bool:
-    try:
-        import cryptography  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def test_hybrid_audit_fits_release_the_same_statistic_with_either_secure_computation():
     """What lets one audit cover both protocols on the K = S = 2 grid: for the same seed, the cryptographic
     protocol (secure product and aggregation adding the parties' integer shares in the ring) releases a model whose
@@ -708,7 +701,7 @@ def test_audit_hybrid_synthesizer(partition):
     """On the K = S = 2 grid, the cryptographic protocol A (its own release path: secure product and aggregation)
     when `cryptography` is installed; its runs are the simulated protocol's bit for bit (the test above), so this
     one audit covers both."""
-    secure = "cryptographic" if partition is not None and _cryptography_installed() else "simulated"
+    secure = "cryptographic" if partition is not None and importlib.util.find_spec("cryptography") else "simulated"
     res, _ = _synth_audit(f"HybridSynthesizer partition={partition} secure_computation={secure}",
                           _hybrid_audited(partition, secure), lambda s: _record_count_in_model(s.model_), _EPS,
                           n_runs=200, delta=_DELTA, seed=32)
