@@ -6,6 +6,7 @@ in-process fit for the same seed.
 """
 from __future__ import annotations
 
+import subprocess
 import sys
 import warnings
 
@@ -103,6 +104,15 @@ def test_processes_backend_fit_equals_the_in_process_fit(adult_job):
     for spec in partition.parties():
         assert held[spec.name]["columns"] == tuple(spec.columns)
         assert held[spec.name]["shape"] == (spec.n_rows, len(spec.columns))
+
+
+def test_a_party_process_imports_neither_scikit_learn_nor_a_synthesizer():
+    """A party's process (backend "processes", or a dask worker) imports the runtime to serve its party; the
+    package's names are imported on first use, so it does not pay for scikit-learn and every synthesizer."""
+    code = ("import sys, skdpsynth.federated.runtime; "
+            "print([m for m in ('sklearn', 'skdpsynth.synthesizers', 'skdpsynth.pipeline') if m in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
 
 
 # --------------------------------------------------------------------------- dask, instrumented
