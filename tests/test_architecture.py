@@ -115,6 +115,17 @@ def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path):
                                  "upward: skdpsynth.domain -> skdpsynth.privacy"}
 
 
+def test_the_package_imports_its_public_names_where_its_lazy_lookup_finds_them():
+    """``skdpsynth`` imports its public names on first use (``_HOME``); its ``TYPE_CHECKING`` imports are the
+    edges this contract sees, so they must name the same objects in the same modules."""
+    import skdpsynth
+
+    imported = {alias.asname or alias.name: node.module
+                for node in ast.walk(ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8")))
+                if isinstance(node, ast.ImportFrom) and node.level == 1 for alias in node.names}
+    assert imported == skdpsynth._HOME
+
+
 def test_deprecated_aliases_warn_and_give_the_moved_object():
     import importlib
 
