@@ -617,6 +617,27 @@ def test_what_a_query_determines_is_computed_once_and_goes_with_the_query():
     gc.collect()
     assert not keys & set(estimation._DERIVED)
 
+
+def test_a_query_freed_while_the_interpreter_shuts_down_raises_nothing(monkeypatch):
+    """At shutdown a module's globals are set to None before the last objects are freed: the callback that drops
+    a query's entry must not look ``_DERIVED`` up then (it printed "Exception ignored" at the end of test runs)."""
+    import gc
+
+    from skdpsynth.graphical import estimation
+
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    query = sp.diags([1.0, 0.5]).tocsr()
+    Measurement(("a",), [40.0, 35.0], 1.0, query).adjoint(np.ones(2))
+    key = (id(query), "transpose")
+    cache = estimation._DERIVED
+    assert key in cache
+    monkeypatch.setattr(estimation, "_DERIVED", None)   # as the interpreter's teardown leaves it
+    del query
+    gc.collect()
+    assert unraisable == []
+    assert key not in cache   # the entry still went with its query
+
 def test_warm_start_continues_from_previous_potentials(exp_tables):
     dom, data, rng = small_problem(seed=4)
     first = noisy_measurements(dom, data, [("a", "b"), ("b", "c")], 5.0, rng)

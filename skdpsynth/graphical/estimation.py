@@ -153,8 +153,9 @@ def _of_query(query, name: str, compute):
     if held is not None and held[0]() is query:
         return held[1]
     value = compute()
-    try:   # the entry goes with the query (before its id can be reused)
-        _DERIVED[key] = (weakref.ref(query, lambda _, key=key: _DERIVED.pop(key, None)), value)
+    try:   # the entry goes with the query (before its id can be reused); the callback holds the dict itself,
+        # because a query freed while the interpreter shuts down finds this module's globals already None
+        _DERIVED[key] = (weakref.ref(query, lambda _, key=key, cache=_DERIVED: cache.pop(key, None)), value)
     except TypeError:
         pass
     return value
