@@ -505,9 +505,20 @@ class _Problem:
         owner = {c: next(mc for mc in model_cliques if set(c) <= set(mc)) for c in measured}
         self.host = {c: jt.clique_containing(c) for c in measured}
         self.reads = _read_plan(domain, jt, self.host)
+        # The gradient's way back along the plan (gradient_terms, the hot loop): each step's gradient with the
+        # summed axes restored as ones, and the shape of what it broadcasts to.
+        self.adjoint_reads = [(key, source, axes, _with_unit_axes(domain.shape_of(key[1]), axes),
+                               None if isinstance(source, int) else domain.shape_of(source[1]))
+                              for key, source, axes in reversed(self.reads)]
+        self.measured_shapes = {c: domain.shape_of(c) for c in measured}
         self.groups = {c: [] for c in measured}
         for m in measurements:
             self.groups[m.clique].append(m)
+        # What the loss reads of each measurement, looked up once (loss_and_grad is the innermost loop):
+        # (query, answers, σ², 2/σ², Qᵀ).
+        self.loss_terms = [
+            (c, [(m.query, m.values, m.sigma**2, 2.0 / m.sigma**2, m.adjoint) for m in self.groups[c]])
+            for c in measured]
         # Where each measured clique's gradient lands in the potentials: its owner model clique (shape
         # precomputed: hot loop).  The tables get it along the read plan (gradient_terms).
         self.lands = {c: (owner[c], broadcast_shape(domain, owner[c], c)) for c in measured}
@@ -583,13 +594,13 @@ class _Problem:
     def loss_and_grad(self, mus, gradient: bool = True) -> tuple[float, dict | None]:
         """``Σ_i ‖Q_i μ_i − y_i‖² / σ_i²`` and (unless ``gradient=False``) its gradient, per measured clique."""
         loss, grads = 0.0, ({} if gradient else None)
-        for c in self.measured:
+        for c, terms in self.loss_terms:
             mu, g = mus[c], None
-            for m in self.groups[c]:
-                r = m.apply(mu) - m.values
-                loss += float(r @ r) / m.sigma**2
+            for query, answers, variance, scale, adjoint in terms:
+                r = (mu if query is None else query @ mu) - answers   # Measurement.apply
+                loss += float(r @ r) / variance
                 if gradient:
-                    gm = (2.0 / m.sigma**2) * (r if m.query is None else m.adjoint(r))
+                    gm = scale * (r if query is None else adjoint(r))
                     g = gm if g is None else g + gm
             if gradient:
                 grads[c] = g
@@ -606,18 +617,18 @@ class _Problem:
         land in another table than its owner potential's (:meth:`move_potentials`): only the tables' sum,
         the model's log-density, matters.
         """
-        acc = {(self.host[c], c): grads[c].reshape(self.domain.shape_of(c)) for c in self.measured}
+        acc = {(self.host[c], c): grads[c].reshape(self.measured_shapes[c]) for c in self.measured}
         terms: list = [None] * len(self.jt.cliques)
         owned = set()   # partial sums that are this call's own arrays (the others are views: added out of place)
-        for key, source, axes in reversed(self.reads):
+        for key, source, axes, unit_axes_shape, source_shape in self.adjoint_reads:
             g = acc.pop(key, None)
             if g is None:
                 continue
-            g = np.expand_dims(g, axes) if axes else g
+            g = g.reshape(unit_axes_shape) if axes else g   # np.expand_dims, without its checks
             if isinstance(source, int):
                 terms[source] = [g] if terms[source] is None else terms[source] + [g]
             elif source not in acc:
-                acc[source] = np.broadcast_to(g, self.domain.shape_of(source[1]))
+                acc[source] = np.broadcast_to(g, source_shape)
             elif source in owned:
                 table_ops.add(acc[source], g, out=acc[source])
             else:
@@ -649,6 +660,12 @@ class _Problem:
         return model
 
 
+
+
+def _with_unit_axes(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` with a 1 inserted at each of ``axes`` (of the result): the shape ``np.expand_dims`` gives."""
+    sizes = iter(shape)
+    return tuple(1 if i in axes else next(sizes) for i in range(len(shape) + len(axes)))
 
 
 def _read_plan(domain: Domain, jt: JunctionTree, host: dict) -> list:
