@@ -618,6 +618,38 @@ def test_what_a_query_determines_is_computed_once_and_goes_with_the_query():
     assert not keys & set(estimation._DERIVED)
 
 
+def test_a_query_with_one_entry_per_column_is_applied_as_the_sparse_product_bit_for_bit():
+    """Estimation applies a compressed domain's diagonal and a partition's grouping by bincount and a gather: the
+    sparse product's very floats (signed zeros included), and the sparse product itself for any other query."""
+    rng = np.random.default_rng(7)
+    n = 40
+    mu = rng.normal(size=n) * 10.0 ** rng.integers(-8, 8, size=n)
+    mu[[2, 3, 11]] = -0.0
+    groups = rng.integers(0, 7, size=n)
+    queries = {
+        "diagonal": sp.diags(rng.normal(size=n)).tocsr(),
+        "partition": sp.csr_matrix((np.ones(n), (groups, np.arange(n))), shape=(7, n)),
+        "partition, csc": sp.csc_matrix((np.ones(n), (groups, np.arange(n))), shape=(7, n)),
+        "weighted, an empty column": sp.csr_matrix((rng.normal(size=n - 1), (groups[1:], np.arange(1, n))),
+                                                   shape=(7, n)),
+        "two entries in a column": sp.csr_matrix(np.vstack([np.ones(n), np.arange(n, dtype=float)])),
+        # row 0 holds columns 3 and 1, row 1 columns 2 and 0, stored in that order
+        "unsorted indices": sp.csr_matrix((np.ones(4), np.array([3, 1, 2, 0]), np.array([0, 2, 4])), shape=(2, 4)),
+    }
+    for name, query in queries.items():
+        apply, adjoint = Measurement(("a",), np.zeros(query.shape[0]), 1.0, query).products()
+        r = rng.normal(size=query.shape[0])
+        r[0] = -0.0
+        x = mu[:query.shape[1]]
+        for ours, theirs in ((apply(x), query @ x), (adjoint(r), query.T.tocsr() @ r)):
+            assert ours.dtype == theirs.dtype and ours.shape == theirs.shape, name
+            assert np.array_equal(ours, theirs) and np.array_equal(np.signbit(ours), np.signbit(theirs)), name
+    fast = {name: Measurement(("a",), np.zeros(q.shape[0]), 1.0, q)._one_entry_columns() is not None
+            for name, q in queries.items()}
+    assert fast == {"diagonal": True, "partition": True, "partition, csc": True, "weighted, an empty column": True,
+                    "two entries in a column": False, "unsorted indices": False}
+
+
 def test_a_query_freed_while_the_interpreter_shuts_down_raises_nothing(monkeypatch):
     """At shutdown a module's globals are set to None before the last objects are freed: the callback that drops
     a query's entry must not look ``_DERIVED`` up then (it printed "Exception ignored" at the end of test runs)."""

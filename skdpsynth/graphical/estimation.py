@@ -100,6 +100,59 @@ class Measurement:
     def _transpose(self):
         return self.query.T.tocsr() if sp.issparse(self.query) else self.query.T
 
+    def products(self) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+        """``(μ ↦ Q μ, r ↦ Qᵀ r)``, as functions for estimation's inner loop.
+
+        A sparse query with at most one entry per column (a compressed domain's diagonal scaling, or a partition
+        of the cells into groups) is applied with ``np.bincount`` and a gather, which give the sparse product's
+        floating-point result exactly (the same products, added in the same order from 0.0) at a fraction of its
+        fixed cost: estimation applies every query a few thousand times.
+
+        Examples
+        --------
+        >>> import numpy as np, scipy.sparse as sp
+        >>> from skdpsynth.graphical import Measurement
+        >>> groups = sp.csr_matrix(np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]))   # cells {0, 2} and {1}
+        >>> apply, adjoint = Measurement(("a",), [5.0, 2.0], 1.0, groups).products()
+        >>> apply(np.array([1.0, 2.0, 3.0])).tolist(), adjoint(np.array([10.0, 20.0])).tolist()
+        ([4.0, 2.0], [10.0, 20.0, 10.0])
+        """
+        if self.query is None:
+            return (lambda mu: mu), (lambda r: r)
+        columns = _of_query(self.query, "one_entry_columns", self._one_entry_columns) if sp.issparse(self.query) \
+            else None
+        if columns is None:
+            query = self.query
+            return (lambda mu: query @ mu), self.adjoint
+        rows, cols, weights, n_rows, n_cols = columns
+
+        def apply(mu: np.ndarray) -> np.ndarray:
+            return np.bincount(rows, weights=weights * mu[cols], minlength=n_rows)
+
+        def adjoint(r: np.ndarray) -> np.ndarray:
+            out = np.zeros(n_cols)
+            out[cols] = weights * r[rows] + 0.0   # + 0.0: the sparse product's sum starts at 0.0 (so -0.0 is 0.0)
+            return out
+        return apply, adjoint
+
+    def _one_entry_columns(self):
+        """``(rows, cols, weights, n_rows, n_cols)`` of a sparse query with at most one entry per column, in the
+        order its sparse products add them (CSR with sorted indices, or CSC); ``None`` for any other query."""
+        q = self.query
+        if q.format == "csr" and q.has_sorted_indices:
+            rows = np.repeat(np.arange(q.shape[0]), np.diff(q.indptr))
+            cols, weights = q.indices, q.data
+        elif q.format == "csc":
+            cols = np.repeat(np.arange(q.shape[1]), np.diff(q.indptr))
+            rows, weights = q.indices, q.data
+        else:
+            return None
+        if np.bincount(cols, minlength=q.shape[1]).max(initial=0) > 1:
+            return None
+        order = np.argsort(cols, kind="stable")   # the product's order: by column within each row
+        return (rows[order].astype(np.intp), cols[order].astype(np.intp), np.asarray(weights, float)[order],
+                q.shape[0], q.shape[1])
+
     def column_norm_sq(self) -> float:
         """Largest squared column norm of ``Q`` (1 for the identity): the loss's curvature per unit of mass."""
         if self.query is None:
@@ -515,9 +568,9 @@ class _Problem:
         for m in measurements:
             self.groups[m.clique].append(m)
         # What the loss reads of each measurement, looked up once (loss_and_grad is the innermost loop):
-        # (query, answers, σ², 2/σ², Qᵀ).
+        # (μ ↦ Qμ, r ↦ Qᵀr, answers, σ², 2/σ²).
         self.loss_terms = [
-            (c, [(m.query, m.values, m.sigma**2, 2.0 / m.sigma**2, m.adjoint) for m in self.groups[c]])
+            (c, [(*m.products(), m.values, m.sigma**2, 2.0 / m.sigma**2) for m in self.groups[c]])
             for c in measured]
         # Where each measured clique's gradient lands in the potentials: its owner model clique (shape
         # precomputed: hot loop).  The tables get it along the read plan (gradient_terms).
@@ -596,11 +649,11 @@ class _Problem:
         loss, grads = 0.0, ({} if gradient else None)
         for c, terms in self.loss_terms:
             mu, g = mus[c], None
-            for query, answers, variance, scale, adjoint in terms:
-                r = (mu if query is None else query @ mu) - answers   # Measurement.apply
+            for apply, adjoint, answers, variance, scale in terms:
+                r = apply(mu) - answers
                 loss += float(r @ r) / variance
                 if gradient:
-                    gm = scale * (r if query is None else adjoint(r))
+                    gm = scale * adjoint(r)
                     g = gm if g is None else g + gm
             if gradient:
                 grads[c] = g
